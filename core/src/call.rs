@@ -1,0 +1,125 @@
+//! A call the model proposed, and what became of it.
+
+use crate::envelope::Envelope;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One tool call in a batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Call {
+    /// Unique within the batch; generated (`call_0`, `call_1`, ...) when empty.
+    #[serde(default)]
+    pub id: String,
+    /// The tool's name (or the name it was imported under).
+    pub tool: String,
+    /// A JSON string (parsed, repaired if need be) or a JSON value. Values of the form
+    /// `{"$from": "<call id>", "pointer": "/json/pointer"}` take data from an earlier result.
+    #[serde(default)]
+    pub arguments: Value,
+    /// Calls that must finish before this one starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+    /// Run even when a dependency failed (references to a failed call still refuse it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub run_if_dependency_failed: bool,
+}
+
+impl Call {
+    /// A call of `tool` with `arguments` (a JSON string or value).
+    pub fn new(
+        id: impl Into<String>,
+        tool: impl Into<String>,
+        arguments: impl Into<Value>,
+    ) -> Self {
+        Call {
+            id: id.into(),
+            tool: tool.into(),
+            arguments: arguments.into(),
+            depends_on: Vec::new(),
+            run_if_dependency_failed: false,
+        }
+    }
+
+    /// Adds a dependency.
+    pub fn depends_on(mut self, id: impl Into<String>) -> Self {
+        self.depends_on.push(id.into());
+        self
+    }
+}
+
+/// Where a call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// Finished: it ran or was refused; the envelope says which.
+    Done,
+    /// Waiting for a human decision.
+    PendingApproval,
+    /// Waiting for someone else (a client) to run it and submit the result.
+    PendingExternal,
+}
+
+/// The result of one call: the envelope for the model, and what the app needs beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallResult {
+    /// The call's id.
+    pub call_id: String,
+    /// The tool's registered name (as the model wrote it when unknown).
+    pub tool: String,
+    /// Where the call stands.
+    pub status: CallStatus,
+    /// What the model sees.
+    pub envelope: Envelope,
+    /// Handler attempts made (0 when the call never ran).
+    pub attempts: u32,
+    /// Whether the arguments had to be repaired.
+    pub repaired: bool,
+    /// Whether the envelope was replayed from an earlier identical call.
+    pub replayed: bool,
+    /// Whether the envelope came from the cache.
+    pub cached: bool,
+    /// The final arguments, after repair, references and hidden arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// When the first attempt started, in µs since the batch started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_us: Option<u64>,
+    /// When the call finished, in µs since the batch started.
+    pub finished_us: u64,
+    /// Time spent running the handler, retries and backoff included, in µs.
+    pub duration_us: u64,
+    /// What the model must not see: an unexpected failure's message, traceback or stack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl CallResult {
+    /// A result for a call that never ran.
+    pub fn refused(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        envelope: Envelope,
+    ) -> Self {
+        CallResult {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            status: CallStatus::Done,
+            envelope,
+            attempts: 0,
+            repaired: false,
+            replayed: false,
+            cached: false,
+            arguments: None,
+            started_us: None,
+            finished_us: 0,
+            duration_us: 0,
+            detail: None,
+        }
+    }
+
+    /// The result as JSON.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}

@@ -1,0 +1,410 @@
+//! The engine: runs batches of calls over a registry, in dependency order and in parallel.
+
+use crate::arguments::Limits;
+use crate::call::{Call, CallResult};
+use crate::caller::Caller;
+use crate::envelope::Envelope;
+use crate::error_code::ErrorCode;
+use crate::events::{Event, EventSender};
+use crate::execute::{Job, run_job};
+use crate::plan::{Entry, Node, Plan, substitute_refs};
+use crate::registry::{RegistrationError, Registry};
+use crate::schema::SchemaResources;
+use crate::spec::ToolSpec;
+use crate::tool::Tool;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Options of one batch. The seed's advice (5 calls, 5 s a tool, 15 s in all) is
+/// `max_calls: 5`, a 5 s tool timeout and `deadline_ms: 15000`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BatchOptions {
+    /// Most calls running at once (default 256).
+    pub concurrency: Option<usize>,
+    /// Wall-time budget of the whole batch, in milliseconds.
+    pub deadline_ms: Option<u64>,
+    /// Most calls a batch may hold; later calls are refused with `too_many_calls`.
+    pub max_calls: Option<usize>,
+    /// Cancels the batch when fired: running calls end as `cancelled`.
+    #[serde(skip)]
+    pub cancel: Option<CancellationToken>,
+    /// Receives the batch's events as they happen.
+    #[serde(skip)]
+    pub events: Option<EventSender>,
+}
+
+/// Default of [`BatchOptions::concurrency`].
+pub const DEFAULT_CONCURRENCY: usize = 256;
+
+/// The results of a batch, in call order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchResult {
+    /// One per call, in the order the calls were given.
+    pub results: Vec<CallResult>,
+    /// Wall time of the batch, in µs.
+    pub duration_us: u64,
+}
+
+impl BatchResult {
+    /// The result of the call with this id.
+    pub fn get(&self, call_id: &str) -> Option<&CallResult> {
+        self.results.iter().find(|r| r.call_id == call_id)
+    }
+
+    /// The envelopes, in call order.
+    pub fn envelopes(&self) -> Vec<&Envelope> {
+        self.results.iter().map(|r| &r.envelope).collect()
+    }
+}
+
+/// Runs tool calls. Cheap to share: wrap it in an `Arc` and call [`Engine::run`] from
+/// anywhere; registering a tool never blocks a running batch.
+#[derive(Default)]
+pub struct Engine {
+    registry: Registry,
+    limits: Limits,
+}
+
+impl Engine {
+    /// An engine with no tools and default limits.
+    pub fn new() -> Self {
+        Engine::default()
+    }
+
+    /// An engine whose schemas may `$ref` these in-memory documents.
+    pub fn with_schema_resources(resources: SchemaResources) -> Self {
+        Engine {
+            registry: Registry::new(resources),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Sets the argument size and depth limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Registers a tool; its schemas compile now, or the registration fails.
+    pub fn register(&self, tool: Tool) -> Result<(), RegistrationError> {
+        self.registry.register(tool)
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Provider-neutral specs of every tool, in registration order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.registry.specs()
+    }
+
+    /// Runs a batch for `caller` and returns one result per call, in call order.
+    /// Never fails: every refusal and failure is an envelope.
+    pub async fn run(
+        &self,
+        calls: Vec<Call>,
+        caller: Caller,
+        options: BatchOptions,
+    ) -> BatchResult {
+        Batch::new(self, calls, caller, options).drive().await
+    }
+}
+
+/// What the driver knows about one call while the batch runs.
+struct Slot {
+    id: String,
+    tool: String,
+    repaired: bool,
+    node: Option<Node>,
+    waiting_on: usize,
+    dependents: Vec<usize>,
+    dependency_failed: Option<usize>,
+    result: Option<CallResult>,
+}
+
+struct Batch {
+    slots: Vec<Slot>,
+    ready: VecDeque<usize>,
+    caller: Arc<Caller>,
+    start: Instant,
+    events: Option<EventSender>,
+    cancel: CancellationToken,
+    deadline: Option<Duration>,
+    concurrency: usize,
+    finished: usize,
+}
+
+impl Batch {
+    fn new(engine: &Engine, calls: Vec<Call>, caller: Caller, options: BatchOptions) -> Batch {
+        let start = Instant::now();
+        let plan = Plan::build(
+            calls,
+            &engine.registry.snapshot(),
+            &engine.limits,
+            options.max_calls,
+        );
+        let mut slots: Vec<Slot> = plan
+            .entries
+            .into_iter()
+            .map(|e| match e {
+                Entry::Ready(node) => Slot {
+                    id: node.id.to_string(),
+                    tool: node.tool.spec.name.clone(),
+                    repaired: node.repaired,
+                    waiting_on: node.deps.len(),
+                    node: Some(node),
+                    dependents: vec![],
+                    dependency_failed: None,
+                    result: None,
+                },
+                Entry::Refused(r) => Slot {
+                    id: r.call_id.clone(),
+                    tool: r.tool.clone(),
+                    repaired: r.repaired,
+                    node: None,
+                    waiting_on: 0,
+                    dependents: vec![],
+                    dependency_failed: None,
+                    result: Some(r),
+                },
+            })
+            .collect();
+        for i in 0..slots.len() {
+            let deps = slots[i]
+                .node
+                .as_ref()
+                .map(|n| n.deps.clone())
+                .unwrap_or_default();
+            for d in deps {
+                slots[d].dependents.push(i);
+            }
+        }
+        let mut batch = Batch {
+            slots,
+            ready: VecDeque::new(),
+            caller: Arc::new(caller),
+            start,
+            events: options.events,
+            cancel: options.cancel.unwrap_or_default(),
+            deadline: options.deadline_ms.map(Duration::from_millis),
+            concurrency: options.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
+            finished: 0,
+        };
+        batch.emit(|at_us| Event::BatchStarted {
+            at_us,
+            calls: batch.slots.len(),
+        });
+        if batch.events.is_some() {
+            for i in 0..batch.slots.len() {
+                if let Some(n) = &batch.slots[i].node {
+                    let depends_on = n.deps.iter().map(|&d| batch.call_id(d)).collect();
+                    let (call_id, tool) = (n.id.to_string(), n.tool.spec.name.clone());
+                    batch.emit(|at_us| Event::CallPlanned {
+                        at_us,
+                        call_id,
+                        tool,
+                        depends_on,
+                    });
+                }
+            }
+        }
+        // Ready first, then settle the refusals: settling pushes the calls it releases.
+        let refused: Vec<usize> = (0..batch.slots.len())
+            .filter(|&i| batch.slots[i].result.is_some())
+            .collect();
+        batch.ready = (0..batch.slots.len())
+            .filter(|&i| batch.slots[i].node.is_some() && batch.slots[i].waiting_on == 0)
+            .collect();
+        for i in refused {
+            batch.settle(i);
+        }
+        batch
+    }
+
+    fn call_id(&self, i: usize) -> String {
+        self.slots[i].id.clone()
+    }
+
+    fn emit(&self, make: impl FnOnce(u64) -> Event) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(make(self.start.elapsed().as_micros() as u64));
+        }
+    }
+
+    /// Records a finished call and releases the calls waiting on it.
+    fn settle(&mut self, i: usize) {
+        self.finished += 1;
+        let failed = !self.slots[i]
+            .result
+            .as_ref()
+            .is_some_and(|r| r.envelope.is_ok());
+        if let (Some(r), Some(tx)) = (&self.slots[i].result, &self.events) {
+            let _ = tx.send(Event::CallFinished {
+                at_us: self.start.elapsed().as_micros() as u64,
+                result: r.clone(),
+            });
+        }
+        for d in std::mem::take(&mut self.slots[i].dependents) {
+            let slot = &mut self.slots[d];
+            if failed && slot.dependency_failed.is_none() {
+                slot.dependency_failed = Some(i);
+            }
+            slot.waiting_on -= 1;
+            if slot.waiting_on == 0 && slot.result.is_none() {
+                self.ready.push_back(d);
+            }
+        }
+    }
+
+    fn finish_unrun(&mut self, i: usize, code: ErrorCode, message: String) {
+        let slot = &mut self.slots[i];
+        slot.node = None;
+        let mut r = CallResult::refused(
+            slot.id.clone(),
+            slot.tool.clone(),
+            Envelope::error(code, message),
+        );
+        r.repaired = slot.repaired;
+        r.finished_us = self.start.elapsed().as_micros() as u64;
+        self.slots[i].result = Some(r);
+        self.settle(i);
+    }
+
+    /// Turns a ready call into a job, or refuses it when a dependency let it down.
+    fn prepare(&mut self, i: usize) -> Option<Job> {
+        if let Some(dep) = self.slots[i].dependency_failed {
+            let run_anyway = self.slots[i]
+                .node
+                .as_ref()
+                .is_some_and(|n| n.run_if_dependency_failed);
+            if !run_anyway {
+                let msg = format!(
+                    "the call was not run because call {:?} did not succeed",
+                    self.call_id(dep)
+                );
+                self.finish_unrun(i, ErrorCode::DependencyFailed, msg);
+                return None;
+            }
+        }
+        let mut node = self.slots[i].node.take()?;
+        if node.has_refs {
+            let slots = &self.slots;
+            let ids: std::collections::HashMap<&str, usize> = node
+                .deps
+                .iter()
+                .filter_map(|&d| slots[d].result.as_ref().map(|r| (r.call_id.as_str(), d)))
+                .collect();
+            let lookup = |id: &str| -> Option<Value> {
+                ids.get(id)
+                    .and_then(|&d| slots[d].result.as_ref()?.envelope.data().cloned())
+            };
+            if let Err(why) = substitute_refs(&mut node.arguments, &lookup) {
+                self.slots[i].node = Some(node);
+                self.finish_unrun(
+                    i,
+                    ErrorCode::DependencyFailed,
+                    format!("the call was not run: {why}"),
+                );
+                return None;
+            }
+        }
+        Some(Job {
+            id: node.id,
+            tool: node.tool,
+            arguments: node.arguments,
+            repaired: node.repaired,
+            caller: self.caller.clone(),
+            cancel: self.cancel.child_token(),
+            batch_start: self.start,
+            events: self.events.clone(),
+        })
+    }
+
+    async fn drive(mut self) -> BatchResult {
+        let total = self.slots.len();
+        let mut running: JoinSet<(usize, CallResult)> = JoinSet::new();
+        let mut in_flight: Vec<usize> = Vec::new();
+        let deadline = self
+            .deadline
+            .map(|d| tokio::time::Instant::from_std(self.start) + d);
+        let ended = loop {
+            while running.len() < self.concurrency {
+                let Some(i) = self.ready.pop_front() else {
+                    break;
+                };
+                if let Some(job) = self.prepare(i) {
+                    in_flight.push(i);
+                    running.spawn(async move { (i, run_job(job).await) });
+                }
+            }
+            if self.finished == total {
+                break None;
+            }
+            let next = async {
+                match deadline {
+                    Some(at) => tokio::time::timeout_at(at, running.join_next())
+                        .await
+                        .map_err(|_| ErrorCode::DeadlineExceeded),
+                    None => Ok(running.join_next().await),
+                }
+            };
+            let joined = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => Err(ErrorCode::Cancelled),
+                j = next => j,
+            };
+            match joined {
+                Ok(Some(Ok((i, result)))) => {
+                    in_flight.retain(|&x| x != i);
+                    self.slots[i].result = Some(result);
+                    self.settle(i);
+                }
+                // Tasks catch handler panics themselves; a join error means the task was
+                // aborted, which only this loop does after it has stopped.
+                Ok(Some(Err(_))) | Ok(None) => {}
+                Err(code) => break Some(code),
+            }
+        };
+        if let Some(code) = ended {
+            self.cancel.cancel();
+            running.abort_all();
+            let message = match code {
+                ErrorCode::Cancelled => {
+                    "the batch was cancelled before this call finished".to_string()
+                }
+                _ => format!(
+                    "the batch deadline of {} ms passed before this call finished",
+                    self.deadline.unwrap_or_default().as_millis()
+                ),
+            };
+            // Calls still running, then everything that never started, in call order.
+            for i in in_flight.drain(..) {
+                self.finish_unrun(i, code, message.clone());
+            }
+            for i in 0..total {
+                if self.slots[i].result.is_none() {
+                    self.finish_unrun(i, code, message.clone());
+                }
+            }
+        }
+        let duration_us = self.start.elapsed().as_micros() as u64;
+        self.emit(|at_us| Event::BatchFinished { at_us, duration_us });
+        let results = self
+            .slots
+            .into_iter()
+            .map(|s| s.result.expect("every call settles before the batch ends"))
+            .collect();
+        BatchResult {
+            results,
+            duration_us,
+        }
+    }
+}

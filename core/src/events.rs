@@ -1,0 +1,73 @@
+//! Events: what happens in a batch, as it happens, for telemetry and streaming.
+
+use crate::call::CallResult;
+use crate::envelope::ToolError;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// One thing that happened in a batch. `at_us` counts µs since the batch started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The batch was planned.
+    BatchStarted {
+        /// µs since the batch started.
+        at_us: u64,
+        /// Calls in the batch.
+        calls: usize,
+    },
+    /// A call passed planning; it waits for `depends_on`.
+    CallPlanned {
+        /// µs since the batch started.
+        at_us: u64,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Every call it waits for: declared, referenced and by tool ordering.
+        depends_on: Vec<String>,
+    },
+    /// An attempt of a call started.
+    CallStarted {
+        /// µs since the batch started.
+        at_us: u64,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// 1 for the first attempt.
+        attempt: u32,
+    },
+    /// An attempt failed and another will follow after `delay_ms`.
+    CallRetried {
+        /// µs since the batch started.
+        at_us: u64,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The attempt that failed.
+        attempt: u32,
+        /// Backoff before the next attempt.
+        delay_ms: u64,
+        /// Why the attempt failed.
+        error: ToolError,
+    },
+    /// A call finished (or was refused); carries its result.
+    CallFinished {
+        /// µs since the batch started.
+        at_us: u64,
+        /// The result.
+        result: CallResult,
+    },
+    /// Every call of the batch has a result.
+    BatchFinished {
+        /// µs since the batch started.
+        at_us: u64,
+        /// Wall time of the batch.
+        duration_us: u64,
+    },
+}
+
+/// Where a batch sends its events. Cheap to clone; sending never blocks.
+pub type EventSender = UnboundedSender<Event>;

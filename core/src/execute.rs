@@ -1,0 +1,172 @@
+//! Steps 3 to 11 of one call, once its dependencies are done: validate, guard, run with
+//! timeout and retries, check the output.
+//!
+//! The guard steps (hidden arguments, access, rate limits, idempotency and cache, approval,
+//! audit) slot in here, in the order of `ARCHITECTURE.md`, each refusal an envelope.
+
+use crate::call::{CallResult, CallStatus};
+use crate::caller::Caller;
+use crate::envelope::{Envelope, ToolError};
+use crate::error_code::ErrorCode;
+use crate::events::{Event, EventSender};
+use crate::handler::{HandlerError, ToolContext};
+use crate::output::check_output;
+use crate::registry::RegisteredTool;
+use crate::schema::arguments_envelope;
+use futures::FutureExt;
+use serde_json::Value;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The message a model sees for an unexpected failure; the detail stays on the result.
+pub const UNEXPECTED_MESSAGE: &str =
+    "the tool failed unexpectedly; the details were logged for the app";
+
+/// Everything one call needs to run, handed to its task.
+pub struct Job {
+    /// The call's id.
+    pub id: Arc<str>,
+    /// The tool.
+    pub tool: Arc<RegisteredTool>,
+    /// Arguments with references substituted.
+    pub arguments: Value,
+    /// Whether parsing repaired them.
+    pub repaired: bool,
+    /// The caller.
+    pub caller: Arc<Caller>,
+    /// Cancelled with the batch.
+    pub cancel: CancellationToken,
+    /// When the batch started.
+    pub batch_start: Instant,
+    /// Where events go, if anyone listens.
+    pub events: Option<EventSender>,
+}
+
+impl Job {
+    fn since_start(&self) -> u64 {
+        self.batch_start.elapsed().as_micros() as u64
+    }
+
+    fn emit(&self, make: impl FnOnce(u64) -> Event) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(make(self.since_start()));
+        }
+    }
+}
+
+/// Runs one call through the rest of its path and returns its result.
+pub async fn run_job(job: Job) -> CallResult {
+    let mut result = CallResult::refused(
+        job.id.as_ref(),
+        job.tool.spec.name.clone(),
+        Envelope::Ok(Value::Null),
+    );
+    result.repaired = job.repaired;
+
+    // Step 4: validate against the schema compiled at registration.
+    if !job.tool.input.is_valid(&job.arguments) {
+        if let Some(envelope) = arguments_envelope(job.tool.input.check(&job.arguments)) {
+            result.envelope = envelope;
+            result.finished_us = job.since_start();
+            result.arguments = Some(job.arguments);
+            return result;
+        }
+    }
+
+    // Step 9: execute, or hand over to whoever runs client-side tools.
+    let Some(handler) = job.tool.handler.clone() else {
+        result.status = CallStatus::PendingExternal;
+        result.envelope = Envelope::error(
+            ErrorCode::PendingExternal,
+            "this tool runs on the client; its result has not arrived yet",
+        );
+        result.finished_us = job.since_start();
+        result.arguments = Some(job.arguments);
+        return result;
+    };
+    let policy = &job.tool.spec.policy;
+    let timeout = policy.timeout_duration();
+    let started = Instant::now();
+    result.started_us = Some(job.since_start());
+    let mut attempt = 0;
+    let envelope = loop {
+        attempt += 1;
+        job.emit(|at_us| Event::CallStarted {
+            at_us,
+            call_id: job.id.to_string(),
+            tool: job.tool.spec.name.clone(),
+            attempt,
+        });
+        let attempt_cancel = job.cancel.child_token();
+        let ctx = ToolContext {
+            call_id: job.id.clone(),
+            tool: job.tool.name.clone(),
+            attempt,
+            caller: job.caller.clone(),
+            cancel: attempt_cancel.clone(),
+        };
+        let run = AssertUnwindSafe(handler.call(job.arguments.clone(), ctx)).catch_unwind();
+        let outcome = match timeout {
+            Some(limit) => match tokio::time::timeout(limit, run).await {
+                Ok(done) => done,
+                Err(_) => {
+                    attempt_cancel.cancel();
+                    Ok(Err(HandlerError::Tool(ToolError::new(
+                        ErrorCode::Timeout,
+                        format!("the tool did not finish within {} ms", limit.as_millis()),
+                    ))))
+                }
+            },
+            None => run.await,
+        };
+        let failure = match outcome {
+            Ok(Ok(data)) => break check_output(&job.tool, data),
+            Ok(Err(HandlerError::Needs(fields))) => break Envelope::Needs(fields),
+            Ok(Err(HandlerError::Tool(err))) => err,
+            Ok(Err(HandlerError::Unexpected { detail })) => {
+                result.detail = Some(detail);
+                ToolError::new(ErrorCode::InternalError, UNEXPECTED_MESSAGE)
+            }
+            Err(panic) => {
+                result.detail = Some(format!("handler panicked: {}", panic_message(&panic)));
+                ToolError::new(ErrorCode::InternalError, UNEXPECTED_MESSAGE)
+            }
+        };
+        if attempt >= policy.retry.attempts
+            || !policy.retry.should_retry(failure.code, failure.retryable)
+        {
+            break Envelope::Error(failure);
+        }
+        let delay = policy.retry.delay_before(attempt + 1);
+        job.emit(|at_us| Event::CallRetried {
+            at_us,
+            call_id: job.id.to_string(),
+            tool: job.tool.spec.name.clone(),
+            attempt,
+            delay_ms: delay.as_millis() as u64,
+            error: failure.clone(),
+        });
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = job.cancel.cancelled() => break Envelope::Error(failure),
+        }
+    };
+    result.attempts = attempt;
+    result.duration_us = started.elapsed().as_micros() as u64;
+    result.envelope = envelope;
+    result.finished_us = job.since_start();
+    result.arguments = Some(job.arguments);
+    result
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic payload".into()
+    }
+}

@@ -1,0 +1,106 @@
+//! The handler seam: what a tool runs. Bindings implement [`Handler`] over a foreign callable.
+
+use crate::caller::Caller;
+use crate::envelope::ToolError;
+use crate::error_code::ErrorCode;
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// A boxed, sendable future, as handlers return them.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What a handler hands back: data, or a [`HandlerError`].
+pub type HandlerResult = Result<Value, HandlerError>;
+
+/// Runs one attempt of one call. Implemented by Rust closures ([`handler_fn`]) and by the
+/// Python and Node bindings over their callables.
+pub trait Handler: Send + Sync + 'static {
+    /// Runs the tool with validated arguments. The future may be dropped (timeout,
+    /// cancellation); `ctx.cancel` fires first so foreign handlers can stop too.
+    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult>;
+}
+
+/// What a handler knows about the call it runs.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The call's id in its batch.
+    pub call_id: Arc<str>,
+    /// The tool's registered name.
+    pub tool: Arc<str>,
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub attempt: u32,
+    /// Who the batch runs for.
+    pub caller: Arc<Caller>,
+    /// Fires when this attempt times out or the batch is cancelled.
+    pub cancel: CancellationToken,
+}
+
+/// Why a handler did not return data.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandlerError {
+    /// A deliberate refusal or failure, with a code the handler chose; shown to the model as is.
+    Tool(ToolError),
+    /// Required information is missing; the model should ask for these fields.
+    Needs(Vec<String>),
+    /// Anything unexpected. The model sees a sanitized message; `detail` (a message, a
+    /// traceback, a stack) stays on the result for the app.
+    Unexpected {
+        /// The full detail, for logs and the audit record.
+        detail: String,
+    },
+}
+
+impl HandlerError {
+    /// A deliberate error with a code and a message for the model.
+    pub fn tool(code: ErrorCode, message: impl Into<String>) -> Self {
+        HandlerError::Tool(ToolError::new(code, message))
+    }
+
+    /// Missing fields the model should ask the user for.
+    pub fn needs<I: IntoIterator<Item = S>, S: Into<String>>(fields: I) -> Self {
+        HandlerError::Needs(fields.into_iter().map(Into::into).collect())
+    }
+
+    /// An unexpected failure; `detail` never reaches the model.
+    pub fn unexpected(detail: impl std::fmt::Display) -> Self {
+        HandlerError::Unexpected {
+            detail: detail.to_string(),
+        }
+    }
+}
+
+impl From<ToolError> for HandlerError {
+    fn from(e: ToolError) -> Self {
+        HandlerError::Tool(e)
+    }
+}
+
+impl From<serde_json::Error> for HandlerError {
+    fn from(e: serde_json::Error) -> Self {
+        HandlerError::unexpected(e)
+    }
+}
+
+struct FnHandler<F>(F);
+
+impl<F, Fut> Handler for FnHandler<F>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult> + Send + 'static,
+{
+    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+        Box::pin((self.0)(args, ctx))
+    }
+}
+
+/// A handler from an async closure over raw JSON arguments.
+pub fn handler_fn<F, Fut>(f: F) -> Arc<dyn Handler>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult> + Send + 'static,
+{
+    Arc::new(FnHandler(f))
+}

@@ -1,0 +1,319 @@
+//! Step 1 and 2 of a call's path: plan the batch.
+//!
+//! Names are resolved, arguments parsed, and the dependency graph built from three
+//! sources: declared `depends_on`, `{"$from": ...}` references in the arguments, and the
+//! per-tool `after` ordering. Calls in a cycle, or naming an unknown call, are refused
+//! before anything runs; the rest of the batch proceeds.
+
+use crate::arguments::{Limits, parse_arguments};
+use crate::call::{Call, CallResult};
+use crate::envelope::{Envelope, ToolError};
+use crate::error_code::ErrorCode;
+use crate::registry::{RegisteredTool, Snapshot};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// The key that marks a reference to an earlier result inside arguments.
+pub const FROM_KEY: &str = "$from";
+/// The optional JSON pointer beside [`FROM_KEY`], into the earlier call's `data`.
+pub const POINTER_KEY: &str = "pointer";
+
+/// One call that passed planning.
+pub struct Node {
+    /// The call's id.
+    pub id: Arc<str>,
+    /// The resolved tool.
+    pub tool: Arc<RegisteredTool>,
+    /// Parsed arguments, references not yet substituted.
+    pub arguments: Value,
+    /// Whether parsing repaired them.
+    pub repaired: bool,
+    /// Indices of the calls this one waits for.
+    pub deps: Vec<usize>,
+    /// Whether any reference must be substituted at start.
+    pub has_refs: bool,
+    /// Run even if a dependency failed.
+    pub run_if_dependency_failed: bool,
+}
+
+/// A planned batch: per call, either a node ready to schedule or a refusal.
+pub struct Plan {
+    /// In call order.
+    pub entries: Vec<Entry>,
+}
+
+/// A call after planning.
+pub enum Entry {
+    /// Will run once its dependencies finish.
+    Ready(Node),
+    /// Refused during planning.
+    Refused(CallResult),
+}
+
+impl Plan {
+    /// Plans `calls` against a registry snapshot.
+    pub fn build(
+        mut calls: Vec<Call>,
+        tools: &Snapshot,
+        limits: &Limits,
+        max_calls: Option<usize>,
+    ) -> Plan {
+        let mut seen = HashSet::new();
+        for (i, call) in calls.iter_mut().enumerate() {
+            if call.id.is_empty() {
+                call.id = format!("call_{i}");
+            }
+        }
+        let index: HashMap<String, usize> = calls
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, c)| (c.id.clone(), i))
+            .collect();
+
+        // First pass: per-call checks that need nothing from the others.
+        let mut entries: Vec<Entry> = Vec::with_capacity(calls.len());
+        let mut explicit: Vec<Vec<String>> = Vec::with_capacity(calls.len());
+        for (i, call) in calls.into_iter().enumerate() {
+            let refuse = |code, msg: String| {
+                Entry::Refused(CallResult::refused(
+                    &call.id,
+                    &call.tool,
+                    Envelope::error(code, msg),
+                ))
+            };
+            explicit.push(Vec::new());
+            if !seen.insert(call.id.clone()) {
+                entries.push(refuse(
+                    ErrorCode::InvalidRequest,
+                    format!("call id {:?} is used twice in this batch", call.id),
+                ));
+                continue;
+            }
+            if max_calls.is_some_and(|max| i >= max) {
+                let max = max_calls.unwrap_or_default();
+                entries.push(refuse(
+                    ErrorCode::TooManyCalls,
+                    format!("a batch may hold at most {max} calls; this one was not run, call it again in a later turn"),
+                ));
+                continue;
+            }
+            let Some(tool) = tools.get(&call.tool) else {
+                entries.push(Entry::Refused(unknown_tool(&call, tools)));
+                continue;
+            };
+            let parsed = match parse_arguments(&call.arguments, limits) {
+                Ok(p) => p,
+                Err(e) => {
+                    let mut r =
+                        CallResult::refused(&call.id, tool.spec.name.clone(), Envelope::Error(e));
+                    r.repaired = false;
+                    entries.push(Entry::Refused(r));
+                    continue;
+                }
+            };
+            let mut refs = Vec::new();
+            collect_refs(&parsed.value, &mut refs);
+            let mut deps = call.depends_on.clone();
+            deps.extend(refs.iter().cloned());
+            explicit[i] = deps;
+            entries.push(Entry::Ready(Node {
+                id: Arc::from(call.id.as_str()),
+                tool: tool.clone(),
+                arguments: parsed.value,
+                repaired: parsed.repaired,
+                deps: Vec::new(),
+                has_refs: !refs.is_empty(),
+                run_if_dependency_failed: call.run_if_dependency_failed,
+            }));
+        }
+
+        // Second pass: resolve dependency ids and tool ordering into indices.
+        let mut by_tool: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            if let Entry::Ready(n) = e {
+                by_tool.entry(&n.tool.spec.name).or_default().push(i);
+            }
+        }
+        let mut deps_of: Vec<Vec<usize>> = vec![Vec::new(); entries.len()];
+        let mut unknown: Vec<Option<String>> = vec![None; entries.len()];
+        for (i, e) in entries.iter().enumerate() {
+            let Entry::Ready(n) = e else { continue };
+            let mut deps = Vec::new();
+            for d in &explicit[i] {
+                match index.get(d) {
+                    Some(&j) if j != i => deps.push(j),
+                    Some(_) => {
+                        unknown[i] = Some(format!("call {d:?} cannot depend on itself"));
+                    }
+                    None => {
+                        unknown[i] = Some(format!(
+                            "it depends on call {d:?}, which is not in this batch"
+                        ))
+                    }
+                }
+            }
+            for after in &n.tool.spec.policy.after {
+                if let Some(calls) = by_tool.get(after.as_str()) {
+                    deps.extend(calls.iter().copied().filter(|&j| j != i));
+                }
+            }
+            deps.sort_unstable();
+            deps.dedup();
+            deps_of[i] = deps;
+        }
+        for (i, why) in unknown.into_iter().enumerate() {
+            if let Some(why) = why {
+                refuse_in_place(
+                    &mut entries[i],
+                    ErrorCode::UnknownDependency,
+                    format!("the call was not run: {why}"),
+                );
+            }
+        }
+        for i in cycle_members(&deps_of, &entries) {
+            refuse_in_place(
+                &mut entries[i],
+                ErrorCode::DependencyCycle,
+                "the call was not run: its dependencies form a cycle; split it into separate turns"
+                    .into(),
+            );
+        }
+        for (i, e) in entries.iter_mut().enumerate() {
+            if let Entry::Ready(n) = e {
+                n.deps = std::mem::take(&mut deps_of[i]);
+            }
+        }
+        Plan { entries }
+    }
+}
+
+fn refuse_in_place(entry: &mut Entry, code: ErrorCode, message: String) {
+    if let Entry::Ready(n) = entry {
+        let mut r = CallResult::refused(
+            n.id.as_ref(),
+            n.tool.spec.name.clone(),
+            Envelope::error(code, message),
+        );
+        r.repaired = n.repaired;
+        *entry = Entry::Refused(r);
+    }
+}
+
+fn unknown_tool(call: &Call, tools: &Snapshot) -> CallResult {
+    let nearest = tools.nearest(&call.tool, 3);
+    let hint = if nearest.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", nearest.join(", "))
+    };
+    let err = ToolError::new(
+        ErrorCode::UnknownTool,
+        format!("there is no tool named {:?}{hint}", call.tool),
+    )
+    .with("suggestions", nearest);
+    CallResult::refused(&call.id, &call.tool, Envelope::Error(err))
+}
+
+/// Collects the call ids referenced by `{"$from": ...}` objects.
+pub fn collect_refs(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(id)) = map.get(FROM_KEY) {
+                out.push(id.clone());
+            } else {
+                map.values().for_each(|v| collect_refs(v, out));
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
+        _ => {}
+    }
+}
+
+/// Replaces every reference with the data it points at. `lookup` gives a finished call's
+/// data by id, or `None` when that call did not succeed.
+pub fn substitute_refs(
+    value: &mut Value,
+    lookup: &dyn Fn(&str) -> Option<Value>,
+) -> Result<(), String> {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(id)) = map.get(FROM_KEY) {
+                let data = lookup(id).ok_or_else(|| format!("call {id:?} did not return data"))?;
+                let pointer = map.get(POINTER_KEY).and_then(Value::as_str).unwrap_or("");
+                *value = data.pointer(pointer).cloned().ok_or_else(|| {
+                    format!("the result of call {id:?} has nothing at {pointer:?}")
+                })?;
+                return Ok(());
+            }
+            for v in map.values_mut() {
+                substitute_refs(v, lookup)?;
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                substitute_refs(v, lookup)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Indices of ready calls that sit on a dependency cycle (Tarjan's SCC, iterative).
+fn cycle_members(deps: &[Vec<usize>], entries: &[Entry]) -> Vec<usize> {
+    let n = deps.len();
+    let live = |i: usize| matches!(entries[i], Entry::Ready(_));
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut next = 0;
+    let mut out = Vec::new();
+    for root in 0..n {
+        if index[root] != usize::MAX || !live(root) {
+            continue;
+        }
+        let mut work = vec![(root, 0usize)];
+        while let Some(&mut (v, ref mut child)) = work.last_mut() {
+            if *child == 0 && index[v] == usize::MAX {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on_stack[v] = true;
+            }
+            if let Some(&w) = deps[v].get(*child) {
+                *child += 1;
+                if !live(w) {
+                    continue;
+                }
+                if index[w] == usize::MAX {
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    out.extend(component);
+                }
+            }
+        }
+    }
+    out
+}

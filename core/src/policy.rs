@@ -1,0 +1,159 @@
+//! How a tool runs: timeout, retries, ordering and output limits.
+//!
+//! A policy is plain data (serde), so bindings pass it as a dict or an object and conformance
+//! vectors spell it in JSON. Guardrail issues add their own fields here (scopes, risk, ...).
+
+use crate::error_code::ErrorCode;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Per-tool execution policy. Every field has a sensible default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policy {
+    /// Time allowed for one attempt, in milliseconds. `None` means no per-tool timeout.
+    pub timeout_ms: Option<u64>,
+    /// Retries of retryable failures.
+    pub retry: RetryPolicy,
+    /// Tools this tool runs after, when both are in one batch.
+    pub after: Vec<String>,
+    /// Largest serialized output allowed, in bytes. `None` means unlimited.
+    pub max_output_bytes: Option<usize>,
+    /// What to do with an output over `max_output_bytes`.
+    pub on_output_too_large: OversizeOutput,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            timeout_ms: Some(30_000),
+            retry: RetryPolicy::default(),
+            after: Vec::new(),
+            max_output_bytes: None,
+            on_output_too_large: OversizeOutput::Truncate,
+        }
+    }
+}
+
+impl Policy {
+    /// Sets the per-attempt timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_ms = Some(timeout.as_millis() as u64);
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Makes this tool run after `tool` when both are in one batch.
+    pub fn after(mut self, tool: impl Into<String>) -> Self {
+        self.after.push(tool.into());
+        self
+    }
+
+    /// Limits the serialized output size.
+    pub fn max_output_bytes(mut self, bytes: usize, on_oversize: OversizeOutput) -> Self {
+        self.max_output_bytes = Some(bytes);
+        self.on_output_too_large = on_oversize;
+        self
+    }
+
+    /// The per-attempt timeout as a duration.
+    pub fn timeout_duration(&self) -> Option<Duration> {
+        self.timeout_ms.map(Duration::from_millis)
+    }
+}
+
+/// Retries of failures that may succeed when tried again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryPolicy {
+    /// Total attempts, the first included; 1 means no retry.
+    pub attempts: u32,
+    /// Delay before the first retry, in milliseconds.
+    pub backoff_ms: u64,
+    /// Each further delay is the previous one times this factor.
+    pub multiplier: f64,
+    /// Upper bound of a delay, in milliseconds.
+    pub max_backoff_ms: u64,
+    /// Codes worth retrying. Empty means: every error whose `retryable` flag is set.
+    pub on: Vec<ErrorCode>,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 1,
+            backoff_ms: 100,
+            multiplier: 2.0,
+            max_backoff_ms: 5_000,
+            on: Vec::new(),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// `attempts` tries in all, with exponential backoff from `backoff`.
+    pub fn attempts(attempts: u32, backoff: Duration) -> Self {
+        RetryPolicy {
+            attempts: attempts.max(1),
+            backoff_ms: backoff.as_millis() as u64,
+            ..Default::default()
+        }
+    }
+
+    /// Whether a failure with this code and flag should be tried again.
+    pub fn should_retry(&self, code: ErrorCode, retryable: bool) -> bool {
+        if self.on.is_empty() {
+            retryable
+        } else {
+            self.on.contains(&code)
+        }
+    }
+
+    /// The delay before attempt `next_attempt` (2 for the first retry).
+    pub fn delay_before(&self, next_attempt: u32) -> Duration {
+        let exp = next_attempt.saturating_sub(2) as i32;
+        let ms = (self.backoff_ms as f64) * self.multiplier.max(1.0).powi(exp);
+        Duration::from_millis(ms.min(self.max_backoff_ms as f64) as u64)
+    }
+}
+
+/// What happens to an output larger than the policy allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OversizeOutput {
+    /// Keep a prefix and mark it truncated (see `docs/envelope.md`).
+    Truncate,
+    /// Replace the output with an `output_too_large` error.
+    Error,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let r = RetryPolicy {
+            attempts: 5,
+            backoff_ms: 100,
+            multiplier: 2.0,
+            max_backoff_ms: 300,
+            on: vec![],
+        };
+        assert_eq!(r.delay_before(2), Duration::from_millis(100));
+        assert_eq!(r.delay_before(3), Duration::from_millis(200));
+        assert_eq!(r.delay_before(4), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn unknown_policy_fields_are_refused() {
+        assert!(serde_json::from_str::<Policy>(r#"{"timeout":5}"#).is_err());
+        let p: Policy = serde_json::from_str(r#"{"timeout_ms":5,"retry":{"attempts":3}}"#).unwrap();
+        assert_eq!(p.retry.attempts, 3);
+    }
+}

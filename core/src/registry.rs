@@ -1,0 +1,205 @@
+//! The registry: tools by name, schemas compiled once at registration.
+
+use crate::handler::Handler;
+use crate::schema::{CompiledSchema, SchemaResources};
+use crate::spec::{ToolSpec, check_name};
+use crate::tool::Tool;
+use arc_swap::ArcSwap;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A registration mistake, raised at registration and never at call time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistrationError {
+    /// The name breaks the providers' rule.
+    #[error("invalid tool name: {0}")]
+    InvalidName(String),
+    /// A tool with that name (or alias) is already registered.
+    #[error("a tool named {0:?} is already registered")]
+    Duplicate(String),
+    /// The input or output schema does not compile.
+    #[error("tool {tool:?}: {which} {message}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// `input schema` or `output schema`.
+        which: &'static str,
+        /// What the compiler said.
+        message: String,
+    },
+    /// The policy is inconsistent (e.g. zero attempts).
+    #[error("tool {tool:?}: invalid policy: {message}")]
+    InvalidPolicy {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A registered tool: its spec, compiled schemas and handler.
+pub struct RegisteredTool {
+    /// The spec as registered.
+    pub spec: ToolSpec,
+    /// The compiled input schema.
+    pub input: CompiledSchema,
+    /// The compiled output schema, if any.
+    pub output: Option<CompiledSchema>,
+    /// The handler; `None` for client-side tools.
+    pub handler: Option<Arc<dyn Handler>>,
+    /// The name as a shared string, cloned into every call's context.
+    pub name: Arc<str>,
+}
+
+#[derive(Default, Clone)]
+struct Tools {
+    by_name: HashMap<String, Arc<RegisteredTool>>,
+    order: Vec<String>,
+    aliases: HashMap<String, String>,
+}
+
+/// Tools by name. Registration copies the table (rare); each batch reads one snapshot
+/// without locking, so registering never blocks running batches.
+pub struct Registry {
+    tools: ArcSwap<Tools>,
+    resources: SchemaResources,
+    write: std::sync::Mutex<()>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new(SchemaResources::default())
+    }
+}
+
+/// A consistent view of the registry for the duration of one batch.
+#[derive(Clone)]
+pub struct Snapshot(Arc<Tools>);
+
+impl Registry {
+    /// An empty registry; remote `$ref`s resolve against `resources`.
+    pub fn new(resources: SchemaResources) -> Self {
+        Registry {
+            tools: ArcSwap::from_pointee(Tools::default()),
+            resources,
+            write: Default::default(),
+        }
+    }
+
+    /// Registers a tool, compiling its schemas. Fails on a bad name, a duplicate, or a
+    /// schema that does not compile.
+    pub fn register(&self, tool: Tool) -> Result<(), RegistrationError> {
+        let Tool { spec, handler } = tool;
+        check_name(&spec.name).map_err(RegistrationError::InvalidName)?;
+        if spec.policy.retry.attempts == 0 {
+            return Err(RegistrationError::InvalidPolicy {
+                tool: spec.name.clone(),
+                message: "retry.attempts must be at least 1 (the first attempt counts)".into(),
+            });
+        }
+        let input =
+            CompiledSchema::compile(&spec.input_schema, &self.resources).map_err(|message| {
+                RegistrationError::InvalidSchema {
+                    tool: spec.name.clone(),
+                    which: "input schema",
+                    message,
+                }
+            })?;
+        let output =
+            match &spec.output_schema {
+                Some(s) => Some(CompiledSchema::compile(s, &self.resources).map_err(
+                    |message| RegistrationError::InvalidSchema {
+                        tool: spec.name.clone(),
+                        which: "output schema",
+                        message,
+                    },
+                )?),
+                None => None,
+            };
+        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tools = Tools::clone(&self.tools.load());
+        let taken = |n: &str| tools.by_name.contains_key(n) || tools.aliases.contains_key(n);
+        if taken(&spec.name) {
+            return Err(RegistrationError::Duplicate(spec.name));
+        }
+        if let Some(original) = &spec.original_name {
+            if original != &spec.name {
+                if taken(original) {
+                    return Err(RegistrationError::Duplicate(original.clone()));
+                }
+                tools.aliases.insert(original.clone(), spec.name.clone());
+            }
+        }
+        let name: Arc<str> = Arc::from(spec.name.as_str());
+        tools.order.push(spec.name.clone());
+        tools.by_name.insert(
+            spec.name.clone(),
+            Arc::new(RegisteredTool {
+                spec,
+                input,
+                output,
+                handler,
+                name,
+            }),
+        );
+        self.tools.store(Arc::new(tools));
+        Ok(())
+    }
+
+    /// The current tools, for one batch.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot(self.tools.load_full())
+    }
+
+    /// The specs of every tool, in registration order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.snapshot().specs()
+    }
+}
+
+impl Snapshot {
+    /// Looks a tool up by name or by the name it was imported under.
+    pub fn get(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
+        self.0
+            .by_name
+            .get(name)
+            .or_else(|| self.0.aliases.get(name).and_then(|n| self.0.by_name.get(n)))
+    }
+
+    /// The specs of every tool, in registration order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.0
+            .order
+            .iter()
+            .filter_map(|n| self.0.by_name.get(n))
+            .map(|t| t.spec.clone())
+            .collect()
+    }
+
+    /// Registered names closest to `name`, best first, for `unknown_tool` suggestions.
+    pub fn nearest(&self, name: &str, max: usize) -> Vec<String> {
+        let lower = name.to_lowercase();
+        let mut scored: Vec<(f64, &String)> = self
+            .0
+            .order
+            .iter()
+            .map(|n| {
+                (
+                    strsim::normalized_damerau_levenshtein(&lower, &n.to_lowercase()),
+                    n,
+                )
+            })
+            .filter(|(score, n)| {
+                *score >= 0.4
+                    || n.to_lowercase().contains(&lower)
+                    || lower.contains(&n.to_lowercase())
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored
+            .into_iter()
+            .take(max)
+            .map(|(_, n)| n.clone())
+            .collect()
+    }
+}

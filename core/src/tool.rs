@@ -1,0 +1,106 @@
+//! A tool ready to register: its spec plus the handler that runs it.
+
+use crate::handler::{Handler, HandlerError, HandlerResult, ToolContext, handler_fn};
+use crate::policy::Policy;
+use crate::spec::ToolSpec;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::future::Future;
+use std::sync::Arc;
+
+/// A tool: spec and handler. A tool without a handler is executed by someone else (a
+/// client-side tool); its calls end as pending.
+#[derive(Clone)]
+pub struct Tool {
+    /// What the tool is, as data.
+    pub spec: ToolSpec,
+    /// What runs it; `None` for client-side tools.
+    pub handler: Option<Arc<dyn Handler>>,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("spec", &self.spec)
+            .field("has_handler", &self.handler.is_some())
+            .finish()
+    }
+}
+
+impl Tool {
+    /// A tool from a spec and a handler.
+    pub fn new(spec: ToolSpec, handler: Arc<dyn Handler>) -> Self {
+        Tool {
+            spec,
+            handler: Some(handler),
+        }
+    }
+
+    /// A tool over raw JSON arguments, from an async closure.
+    pub fn from_fn<F, Fut>(name: &str, description: &str, input_schema: Value, f: F) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        Tool::new(
+            ToolSpec::new(name, description, input_schema),
+            handler_fn(f),
+        )
+    }
+
+    /// A typed tool: the input schema is derived from `A` with schemars, arguments are
+    /// deserialized into `A`, and the output is serialized from `O`.
+    ///
+    /// ```
+    /// # use tooljig::{Tool, HandlerError};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add { a: i64, b: i64 }
+    /// let tool = Tool::typed("add", "Adds two numbers.", |args: Add, _ctx| async move {
+    ///     Ok::<_, HandlerError>(args.a + args.b)
+    /// });
+    /// assert_eq!(tool.spec.input_schema["required"], serde_json::json!(["a", "b"]));
+    /// ```
+    pub fn typed<A, O, F, Fut>(name: &str, description: &str, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + Send + 'static,
+        F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, HandlerError>> + Send + 'static,
+    {
+        let schema = serde_json::to_value(schemars::schema_for!(A))
+            .unwrap_or_else(|_| serde_json::json!({}));
+        let f = Arc::new(f);
+        Tool::from_fn(name, description, schema, move |args, ctx| {
+            let f = f.clone();
+            async move {
+                // The schema already passed, so a failure here is a mismatch between the
+                // derived schema and serde's view of `A`: an app bug, not the model's.
+                let args: A = serde_json::from_value(args).map_err(HandlerError::unexpected)?;
+                let out = f(args, ctx).await?;
+                serde_json::to_value(out).map_err(HandlerError::unexpected)
+            }
+        })
+    }
+
+    /// A client-side tool: registered so models can call it, executed elsewhere.
+    pub fn external(spec: ToolSpec) -> Self {
+        Tool {
+            spec,
+            handler: None,
+        }
+    }
+
+    /// Replaces the policy.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.spec.policy = policy;
+        self
+    }
+
+    /// Sets an output schema, checked after every successful run.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.spec.output_schema = Some(schema);
+        self
+    }
+}
