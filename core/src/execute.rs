@@ -65,6 +65,8 @@ pub async fn run_job(job: Job) -> CallResult {
     );
     result.repaired = job.repaired;
 
+    // Step 3: hidden arguments and resolvers (guardrails I) go here, before validation.
+
     // Step 4: validate against the schema compiled at registration.
     if !job.tool.input.is_valid(&job.arguments) {
         if let Some(envelope) = arguments_envelope(job.tool.input.check(&job.arguments)) {
@@ -74,6 +76,12 @@ pub async fn run_job(job: Job) -> CallResult {
             return result;
         }
     }
+
+    // Step 5: access (enabled flags, roles, scopes, policy hook)      — guardrails I
+    // Step 6: rate limit per tool per principal                        — guardrails I
+    // Step 7: idempotency (guardrails II) and read cache (guardrails I)
+    // Step 8: approval (guardrails II)
+    // Each is a function in its own file returning `Result<_, Envelope>`; a refusal ends here.
 
     // Step 9: execute, or hand over to whoever runs client-side tools.
     let Some(handler) = job.tool.handler.clone() else {
@@ -158,6 +166,7 @@ pub async fn run_job(job: Job) -> CallResult {
     result.envelope = envelope;
     result.finished_us = job.since_start();
     result.arguments = Some(job.arguments);
+    // Step 11: audit every outcome and register compensations (guardrails I and II).
     result
 }
 
