@@ -1,0 +1,506 @@
+//! Suspend and resume. A batch whose calls wait for approvals or client results is a run,
+//! persisted in the state store under an id. [`Engine::resume`] continues it in this
+//! process or any other that opens the same store: finished calls keep their stored
+//! results, decided approvals and submitted results settle their calls, and the calls that
+//! waited on them run. A call is never run twice: in a resumed pass each call is claimed in
+//! the store before it starts, and a claim left by a process that died mid-call is reported,
+//! not run again.
+
+use crate::approval::{self, ApprovalRecord, ApprovalStatus};
+use crate::call::{Call, CallResult, CallStatus};
+use crate::caller::Caller;
+use crate::durable::{CallDurable, Durable};
+use crate::engine::{Batch, BatchOptions, BatchResult, Engine};
+use crate::envelope::{Envelope, ToolError};
+use crate::error_code::ErrorCode;
+use crate::external;
+use crate::rollback::{self, RollbackEntry};
+use crate::store::{Expect, Namespace, StoreError, get_as, now_ms, put_as};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// Some calls wait for a decision or a client result; resume it later.
+    Suspended,
+    /// Every call has its final result.
+    Finished,
+}
+
+/// One recorded step of a run: what happened, when, in which pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStep {
+    /// When, ms since the epoch.
+    pub at_ms: u64,
+    /// 1 for the first pass, 2 for the first resume, ...
+    pub pass: u32,
+    /// `call`, `suspended`, `resumed`, `finished`, `compensated`, `not_reversible`, ...
+    pub what: String,
+    /// The call concerned, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Status, error code, approval and decider, as they apply.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub detail: Value,
+}
+
+/// Who holds a run while resuming it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunLease {
+    /// A random id of the resuming pass.
+    pub owner: String,
+    /// The lease ends then, ms since the epoch; a dead resumer's lease lapses.
+    pub until_ms: u64,
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run's id.
+    pub id: String,
+    /// Who it runs for.
+    pub caller: Caller,
+    /// The calls as given (ids filled in).
+    pub calls: Vec<Call>,
+    /// The batch options it runs with.
+    pub options: BatchOptions,
+    /// The latest result of every call, in call order.
+    pub results: Vec<CallResult>,
+    /// Where it stands.
+    pub state: RunState,
+    /// Calls that succeeded in this run, in completion order (rollback runs it backwards).
+    pub completed: Vec<String>,
+    /// Everything that happened, in order.
+    pub steps: Vec<RunStep>,
+    /// Passes so far.
+    pub passes: u32,
+    /// When the run started, ms since the epoch.
+    pub created_at_ms: u64,
+    /// Held while a pass resumes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resuming: Option<RunLease>,
+    /// Compensations run for it.
+    #[serde(default)]
+    pub rollback: Vec<RollbackEntry>,
+}
+
+/// A call of a resumed pass, claimed before it starts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunCallRecord {
+    /// `started` until `finished`.
+    state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    result: Option<CallResult>,
+    at_ms: u64,
+}
+
+/// The store key of one call of one run.
+pub fn run_call_key(run_id: &str, call_id: &str) -> String {
+    format!("{run_id}/{call_id}")
+}
+
+impl RunCallRecord {
+    pub(crate) fn started() -> Self {
+        RunCallRecord {
+            state: "started".into(),
+            result: None,
+            at_ms: now_ms(),
+        }
+    }
+
+    pub(crate) fn finished(result: CallResult) -> Self {
+        RunCallRecord {
+            state: "finished".into(),
+            result: Some(result),
+            at_ms: now_ms(),
+        }
+    }
+
+    /// Fills `result` for a call someone else already claimed.
+    pub(crate) fn settle(self, result: &mut CallResult) {
+        match self.result {
+            Some(done) => *result = done,
+            None => {
+                result.envelope = Envelope::Error(ToolError::new(
+                    ErrorCode::InternalError,
+                    "this call was started by an earlier resume whose process stopped before it finished; \
+                     whether it took effect is unknown, so it was not run again",
+                ));
+                result.detail = Some(format!(
+                    "run call claimed at {} ms since the epoch and never finished",
+                    self.at_ms
+                ));
+            }
+        }
+    }
+}
+
+/// What a pass knows beyond its calls: its run, and what earlier passes settled.
+#[derive(Clone)]
+pub(crate) struct Pass {
+    pub shared: Arc<Durable>,
+    pub run_id: Arc<str>,
+    pub resumed: bool,
+    settled: Arc<HashMap<String, CallResult>>,
+    approved: Arc<HashMap<String, ApprovalRecord>>,
+    keys: Arc<HashMap<String, String>>,
+}
+
+impl Pass {
+    fn new(shared: Arc<Durable>, run_id: Arc<str>, calls: &[Call], resumed: bool) -> Self {
+        let keys = calls
+            .iter()
+            .filter_map(|c| Some((c.id.clone(), c.idempotency_key.clone()?)))
+            .collect();
+        Pass {
+            shared,
+            run_id,
+            resumed,
+            settled: Default::default(),
+            approved: Default::default(),
+            keys: Arc::new(keys),
+        }
+    }
+
+    /// A pass for a new batch.
+    pub fn fresh(engine: &Engine, calls: &[Call]) -> Self {
+        let id: Arc<str> = Arc::from(format!("run_{}", uuid::Uuid::new_v4().simple()));
+        Pass::new(engine.durable.clone(), id, calls, false)
+    }
+
+    /// The result an earlier pass settled for this call.
+    pub fn settled(&self, call_id: &str) -> Option<CallResult> {
+        self.settled.get(call_id).cloned()
+    }
+
+    /// The durable side of a call about to run.
+    pub fn call(&self, call_id: &str) -> CallDurable {
+        CallDurable {
+            shared: self.shared.clone(),
+            run_id: self.run_id.clone(),
+            idempotency_key: self.keys.get(call_id).cloned(),
+            approved: self.approved.get(call_id).cloned().map(Box::new),
+            resumed: self.resumed,
+        }
+    }
+}
+
+/// Gives every call an id, as planning would, so stored calls and results line up.
+pub(crate) fn number_calls(calls: &mut [Call]) {
+    for (i, call) in calls.iter_mut().enumerate() {
+        if call.id.is_empty() {
+            call.id = format!("call_{i}");
+        }
+    }
+}
+
+fn refusal(code: ErrorCode, reason: &str, message: impl Into<String>) -> ToolError {
+    ToolError::new(code, message).with("reason", reason)
+}
+
+fn store_refusal(e: StoreError) -> ToolError {
+    refusal(ErrorCode::InternalError, "store_unavailable", e.0)
+}
+
+fn step(pass: u32, what: &str, call_id: Option<&str>, detail: Value) -> RunStep {
+    RunStep {
+        at_ms: now_ms(),
+        pass,
+        what: what.into(),
+        call_id: call_id.map(String::from),
+        detail,
+    }
+}
+
+fn call_step(pass: u32, r: &CallResult) -> RunStep {
+    let mut detail = json!({"status": r.status, "ok": r.envelope.is_ok()});
+    if let Some(code) = r.envelope.code() {
+        detail["code"] = json!(code);
+    }
+    if r.replayed {
+        detail["replayed"] = json!(true);
+    }
+    if let Some(a) = &r.approval {
+        detail["approval"] = serde_json::to_value(a).unwrap_or(Value::Null);
+    }
+    step(pass, "call", Some(&r.call_id), detail)
+}
+
+impl Engine {
+    /// Continues a suspended run: calls whose approval was decided or whose client result
+    /// was submitted settle, approved calls run with exactly the approved arguments, and
+    /// calls that waited on them run. Finished calls are never run again. Returns every
+    /// call's result; the run stays suspended while any call still waits.
+    ///
+    /// Refused when the run is unknown (or expired), or another process is resuming it.
+    pub async fn resume(&self, run_id: &str) -> Result<BatchResult, ToolError> {
+        let store = self.durable.store.as_ref();
+        let Some((mut record, version)) = get_as::<RunRecord>(store, Namespace::Run, run_id)
+            .await
+            .map_err(store_refusal)?
+        else {
+            return Err(refusal(
+                ErrorCode::NotFound,
+                "unknown_run",
+                format!("there is no run {run_id:?} (or it expired)"),
+            ));
+        };
+        if record.state == RunState::Finished {
+            return Ok(BatchResult {
+                results: record.results,
+                duration_us: 0,
+                run_id: Some(record.id),
+                rollback: None,
+            });
+        }
+        let now = now_ms();
+        if record.resuming.as_ref().is_some_and(|l| l.until_ms > now) {
+            return Err(refusal(
+                ErrorCode::Conflict,
+                "run_busy",
+                format!("run {run_id} is being resumed by another process right now"),
+            ));
+        }
+        let lease_ms = record.options.deadline_ms.unwrap_or(10 * 60 * 1000) + 60_000;
+        record.resuming = Some(RunLease {
+            owner: uuid::Uuid::new_v4().to_string(),
+            until_ms: now + lease_ms,
+        });
+        record.passes += 1;
+        let pass_no = record.passes;
+        record.steps.push(step(pass_no, "resumed", None, Value::Null));
+        let Some(version) = put_as(
+            store,
+            Namespace::Run,
+            run_id,
+            Expect::Version(version),
+            &record,
+            Some(self.durable.run_ttl_ms),
+        )
+        .await
+        .map_err(store_refusal)?
+        else {
+            return Err(refusal(
+                ErrorCode::Conflict,
+                "run_busy",
+                format!("run {run_id} changed while resuming it; another process resumed it"),
+            ));
+        };
+
+        let mut settled = HashMap::new();
+        let mut approved = HashMap::new();
+        for r in &record.results {
+            match r.status {
+                CallStatus::Done => {
+                    settled.insert(r.call_id.clone(), r.clone());
+                }
+                CallStatus::Waiting => {}
+                CallStatus::PendingApproval => {
+                    let id = r.approval.as_ref().and_then(|a| a.id.clone());
+                    let found = match &id {
+                        Some(id) => approval::load(store, id).await.map_err(store_refusal)?,
+                        None => None,
+                    };
+                    match found {
+                        Some((rec, _))
+                            if matches!(
+                                rec.status,
+                                ApprovalStatus::Approved | ApprovalStatus::Edited
+                            ) =>
+                        {
+                            approved.insert(r.call_id.clone(), rec);
+                        }
+                        Some((rec, _)) => {
+                            let mut r = r.clone();
+                            r.approval = Some(rec.info());
+                            if let Some(env) = rec.refusal() {
+                                r.status = CallStatus::Done;
+                                r.envelope = env;
+                            }
+                            settled.insert(r.call_id.clone(), r);
+                        }
+                        None => {
+                            let mut r = r.clone();
+                            r.status = CallStatus::Done;
+                            r.envelope = Envelope::error(
+                                ErrorCode::ApprovalExpired,
+                                "the approval request of this call is gone (expired); it did not run",
+                            );
+                            settled.insert(r.call_id.clone(), r);
+                        }
+                    }
+                }
+                CallStatus::PendingExternal => {
+                    let r = external::settle(store, run_id, r.clone())
+                        .await
+                        .map_err(store_refusal)?;
+                    settled.insert(r.call_id.clone(), r);
+                }
+            }
+        }
+        let pass = Pass {
+            settled: Arc::new(settled),
+            approved: Arc::new(approved),
+            ..Pass::new(
+                self.durable.clone(),
+                Arc::from(run_id),
+                &record.calls,
+                true,
+            )
+        };
+        let options = record.options.clone();
+        let out = Batch::new(
+            self,
+            record.calls.clone(),
+            record.caller.clone(),
+            options.clone(),
+            pass.clone(),
+        )
+        .drive()
+        .await;
+        let prior = Some((record, version));
+        match persist(self, &pass, None, &options, out, prior).await {
+            (out, None) => Ok(out),
+            (_, Some(e)) => Err(e),
+        }
+    }
+
+    /// A run as stored: its calls, latest results, steps and compensations.
+    pub async fn run_record(&self, run_id: &str) -> Result<Option<RunRecord>, ToolError> {
+        get_as::<RunRecord>(self.durable.store.as_ref(), Namespace::Run, run_id)
+            .await
+            .map(|r| r.map(|(rec, _)| rec))
+            .map_err(store_refusal)
+    }
+}
+
+/// After the first pass of a batch: see [`persist`]. A store failure leaves the results as
+/// they are, without a run id (the run cannot be resumed), and is logged.
+pub(crate) async fn finish_pass(
+    engine: &Engine,
+    pass: &Pass,
+    kept: (Vec<Call>, Caller, BatchOptions),
+    out: BatchResult,
+) -> BatchResult {
+    let (calls, caller, options) = kept;
+    let (out, err) = persist(engine, pass, Some((calls, caller)), &options, out, None).await;
+    if let Some(e) = err {
+        tracing::error!(run_id = %pass.run_id, error = %e, "tooljig: the run was not persisted");
+    }
+    out
+}
+
+/// After a pass: roll back an atomic batch that failed, and persist the run when it must
+/// outlive the call (it suspended, may be rolled back, or the app gave a store).
+async fn persist(
+    engine: &Engine,
+    pass: &Pass,
+    fresh: Option<(Vec<Call>, Caller)>,
+    options: &BatchOptions,
+    mut out: BatchResult,
+    prior: Option<(RunRecord, u64)>,
+) -> (BatchResult, Option<ToolError>) {
+    let durable = &engine.durable;
+    let snapshot = engine.registry().snapshot();
+    let mut ran: Vec<&CallResult> = out
+        .results
+        .iter()
+        .filter(|r| !pass.settled.contains_key(&r.call_id))
+        .collect();
+    ran.sort_by_key(|r| r.finished_us);
+    let newly_completed: Vec<String> = ran
+        .iter()
+        .filter(|r| r.status == CallStatus::Done && r.envelope.is_ok() && !r.replayed)
+        .map(|r| r.call_id.clone())
+        .collect();
+    let compensable = newly_completed.iter().any(|id| {
+        out.get(id)
+            .and_then(|r| snapshot.get(&r.tool))
+            .is_some_and(|t| rollback::has_compensation(durable, &t.spec))
+    });
+    let pending = out.results.iter().any(|r| r.status != CallStatus::Done);
+    let failed = out
+        .results
+        .iter()
+        .any(|r| r.status == CallStatus::Done && !r.envelope.is_ok());
+
+    let (mut record, expect) = match prior {
+        Some((rec, version)) => (rec, Expect::Version(version)),
+        None => {
+            let (calls, caller) = fresh.unwrap_or_default();
+            (
+                RunRecord {
+                    id: pass.run_id.to_string(),
+                    caller,
+                    calls,
+                    options: options.clone(),
+                    results: Vec::new(),
+                    state: RunState::Finished,
+                    completed: Vec::new(),
+                    steps: vec![step(1, "started", None, Value::Null)],
+                    passes: 1,
+                    created_at_ms: now_ms(),
+                    resuming: None,
+                    rollback: Vec::new(),
+                },
+                Expect::Absent,
+            )
+        }
+    };
+    let pass_no = record.passes;
+    for r in &ran {
+        record.steps.push(call_step(pass_no, r));
+    }
+    record.completed.extend(newly_completed);
+    record.results = out.results.clone();
+    record.resuming = None;
+
+    if options.atomic && failed {
+        let report = rollback::compensate(engine, &mut record, None).await;
+        out.rollback = Some(report);
+    }
+    record.state = if pending {
+        RunState::Suspended
+    } else {
+        RunState::Finished
+    };
+    record.steps.push(step(
+        pass_no,
+        if pending { "suspended" } else { "finished" },
+        None,
+        Value::Null,
+    ));
+    let keep = durable.explicit_store
+        || pending
+        || compensable
+        || options.atomic
+        || matches!(expect, Expect::Version(_));
+    if keep {
+        let wrote = put_as(
+            durable.store.as_ref(),
+            Namespace::Run,
+            &record.id,
+            expect,
+            &record,
+            Some(durable.run_ttl_ms),
+        )
+        .await;
+        match wrote {
+            Ok(Some(_)) => out.run_id = Some(record.id),
+            Ok(None) => {
+                let e = refusal(
+                    ErrorCode::Conflict,
+                    "run_busy",
+                    format!("run {} was changed by another process during this pass", record.id),
+                );
+                return (out, Some(e));
+            }
+            Err(e) => return (out, Some(store_refusal(e))),
+        }
+    }
+    (out, None)
+}
