@@ -29,6 +29,7 @@ pub mod error_code;
 pub mod events;
 pub mod execute;
 pub mod handler;
+pub mod import;
 pub mod output;
 pub mod plan;
 pub mod policy;
