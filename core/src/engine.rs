@@ -37,6 +37,9 @@ pub struct BatchOptions {
     /// Receives the batch's events as they happen.
     #[serde(skip)]
     pub events: Option<EventSender>,
+    /// Handed to every handler of the batch as [`crate::ToolContext::host`].
+    #[serde(skip)]
+    pub host: Option<crate::handler::HostData>,
 }
 
 /// Default of [`BatchOptions::concurrency`].
@@ -137,6 +140,7 @@ struct Batch {
     start: Instant,
     events: Option<EventSender>,
     cancel: CancellationToken,
+    host: Option<crate::handler::HostData>,
     deadline: Option<Duration>,
     concurrency: usize,
     finished: usize,
@@ -193,6 +197,7 @@ impl Batch {
             caller: Arc::new(caller),
             start,
             events: options.events,
+            host: options.host,
             cancel: options.cancel.unwrap_or_default(),
             deadline: options.deadline_ms.map(Duration::from_millis),
             concurrency: options.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
@@ -325,6 +330,7 @@ impl Batch {
             cancel: self.cancel.child_token(),
             batch_start: self.start,
             events: self.events.clone(),
+            host: self.host.clone(),
         })
     }
 

@@ -42,6 +42,8 @@ pub struct Job {
     pub batch_start: Instant,
     /// Where events go, if anyone listens.
     pub events: Option<EventSender>,
+    /// Handed to the handler as [`ToolContext::host`].
+    pub host: Option<crate::handler::HostData>,
 }
 
 impl Job {
@@ -114,6 +116,7 @@ pub async fn run_job(job: Job) -> CallResult {
             attempt,
             caller: job.caller.clone(),
             cancel: attempt_cancel.clone(),
+            host: job.host.clone(),
         };
         let run = AssertUnwindSafe(handler.call(job.arguments.clone(), ctx)).catch_unwind();
         let outcome = match timeout {

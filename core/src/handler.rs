@@ -15,6 +15,10 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// What a handler hands back: data, or a [`HandlerError`].
 pub type HandlerResult = Result<Value, HandlerError>;
 
+/// Opaque data that whoever starts a batch hands to every handler of it. The Python binding
+/// puts the caller's event loop here, since handler tasks do not inherit task-locals.
+pub type HostData = Arc<dyn std::any::Any + Send + Sync>;
+
 /// Runs one attempt of one call. Implemented by Rust closures ([`handler_fn`]) and by the
 /// Python and Node bindings over their callables.
 pub trait Handler: Send + Sync + 'static {
@@ -36,6 +40,8 @@ pub struct ToolContext {
     pub caller: Arc<Caller>,
     /// Fires when this attempt times out or the batch is cancelled.
     pub cancel: CancellationToken,
+    /// What the batch's starter attached ([`crate::BatchOptions::host`]).
+    pub host: Option<HostData>,
 }
 
 /// Why a handler did not return data.

@@ -45,7 +45,9 @@ pub use engine::{BatchOptions, BatchResult, Engine};
 pub use envelope::{Envelope, ToolError};
 pub use error_code::ErrorCode;
 pub use events::{Event, EventSender};
-pub use handler::{BoxFuture, Handler, HandlerError, HandlerResult, ToolContext, handler_fn};
+pub use handler::{
+    BoxFuture, Handler, HandlerError, HandlerResult, HostData, ToolContext, handler_fn,
+};
 pub use policy::{OversizeOutput, Policy, RetryPolicy};
 pub use registry::{RegistrationError, Registry};
 pub use schema::SchemaResources;
