@@ -1,0 +1,228 @@
+//! The read half of step 7: an opt-in TTL cache of successful results of read-effect tools.
+//!
+//! The key is the tool, the caller scope the tool declares (per principal by default, so one
+//! user's results never reach another) and the canonical form of the final arguments (after
+//! hidden arguments and resolvers), so key order and whitespace do not matter. Only `ok`
+//! envelopes are stored; a hit reports `cached: true` and the handler does not run.
+
+use crate::caller::Caller;
+use crate::handler::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+/// Whose calls may share cached results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheScope {
+    /// Only the same principal of the same tenant. Calls without a principal are not cached.
+    #[default]
+    Principal,
+    /// Everyone in the same tenant. Calls without a tenant are not cached.
+    Tenant,
+    /// Everyone: for tools whose result does not depend on who asks (public data).
+    Global,
+}
+
+/// A tool's cache policy (seed 002 wants one to five minutes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachePolicy {
+    /// How long a result stays fresh, in milliseconds.
+    pub ttl_ms: u64,
+    /// Whose calls share results.
+    #[serde(default)]
+    pub scope: CacheScope,
+}
+
+impl CachePolicy {
+    /// A per-principal cache with this time to live.
+    pub fn ttl(ttl: Duration) -> Self {
+        CachePolicy {
+            ttl_ms: ttl.as_millis() as u64,
+            scope: CacheScope::Principal,
+        }
+    }
+}
+
+/// Writes `value` as compact JSON with object keys sorted, recursively: equal values give
+/// equal text whatever order their keys came in.
+pub fn canonical_json(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_string(k, out);
+                out.push(':');
+                canonical_json(&map[k.as_str()], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(v, out);
+            }
+            out.push(']');
+        }
+        Value::String(s) => push_string(s, out),
+        other => {
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
+fn push_string(s: &str, out: &mut String) {
+    // serde_json's escaping, so the text is valid JSON and unambiguous.
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+}
+
+/// The cache key of a call, or `None` when the scope cannot be met (no principal for a
+/// per-principal cache, no tenant for a per-tenant one): such calls are never cached.
+pub fn key(tool: &str, policy: &CachePolicy, caller: &Caller, arguments: &Value) -> Option<String> {
+    let mut out = String::with_capacity(64);
+    out.push_str(tool);
+    out.push('\u{1f}');
+    match policy.scope {
+        CacheScope::Principal => {
+            out.push_str(caller.tenant.as_deref().unwrap_or(""));
+            out.push('\u{1f}');
+            out.push_str(caller.principal.as_deref()?);
+        }
+        CacheScope::Tenant => out.push_str(caller.tenant.as_deref()?),
+        CacheScope::Global => {}
+    }
+    out.push('\u{1f}');
+    canonical_json(arguments, &mut out);
+    Some(out)
+}
+
+/// Where cached results live. The in-process one is the default; a shared one (Redis)
+/// implements this trait.
+pub trait ResultCache: Send + Sync + 'static {
+    /// The data stored under `key`, if still fresh.
+    fn get(&self, key: &str) -> BoxFuture<Option<Value>>;
+    /// Stores `data` under `key` for `ttl`.
+    fn put(&self, key: String, data: Value, ttl: Duration) -> BoxFuture<()>;
+}
+
+#[derive(Clone)]
+struct Entry {
+    data: Value,
+    ttl: Duration,
+}
+
+struct PerEntryTtl;
+
+impl moka::Expiry<String, Entry> for PerEntryTtl {
+    fn expire_after_create(&self, _key: &String, value: &Entry, _now: Instant) -> Option<Duration> {
+        Some(value.ttl)
+    }
+}
+
+/// Default bound on the in-process cache, in entries.
+pub const DEFAULT_CAPACITY: u64 = 10_000;
+
+/// An in-process cache (moka: bounded, TinyLFU eviction, per-entry time to live).
+pub struct InProcessCache {
+    entries: moka::sync::Cache<String, Entry>,
+}
+
+impl std::fmt::Debug for InProcessCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InProcessCache")
+            .field("entries", &self.entries.entry_count())
+            .finish()
+    }
+}
+
+impl Default for InProcessCache {
+    fn default() -> Self {
+        InProcessCache::with_capacity(DEFAULT_CAPACITY)
+    }
+}
+
+impl InProcessCache {
+    /// A cache holding at most `capacity` results.
+    pub fn with_capacity(capacity: u64) -> Self {
+        InProcessCache {
+            entries: moka::sync::Cache::builder()
+                .max_capacity(capacity)
+                .expire_after(PerEntryTtl)
+                .build(),
+        }
+    }
+
+    /// The fresh data under `key`, synchronously.
+    pub fn lookup(&self, key: &str) -> Option<Value> {
+        self.entries.get(key).map(|e| e.data)
+    }
+
+    /// Stores `data`, synchronously.
+    pub fn store(&self, key: String, data: Value, ttl: Duration) {
+        self.entries.insert(key, Entry { data, ttl });
+    }
+}
+
+impl ResultCache for InProcessCache {
+    fn get(&self, key: &str) -> BoxFuture<Option<Value>> {
+        Box::pin(std::future::ready(self.lookup(key)))
+    }
+
+    fn put(&self, key: String, data: Value, ttl: Duration) -> BoxFuture<()> {
+        self.store(key, data, ttl);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_order_and_whitespace_do_not_matter() {
+        let a: Value =
+            serde_json::from_str(r#"{"b": [1, {"y": 2, "x": "é\""}], "a": null}"#).unwrap();
+        let b: Value =
+            serde_json::from_str("{\"a\":null,\n \"b\":[1,{\"x\":\"é\\\"\",\"y\":2}]}").unwrap();
+        let (mut sa, mut sb) = (String::new(), String::new());
+        canonical_json(&a, &mut sa);
+        canonical_json(&b, &mut sb);
+        assert_eq!(sa, sb);
+        assert_eq!(sa, r#"{"a":null,"b":[1,{"x":"é\"","y":2}]}"#);
+    }
+
+    #[test]
+    fn keys_are_scoped() {
+        let p = CachePolicy::ttl(Duration::from_secs(60));
+        let args = json!({"q": 1});
+        let u1 = Caller::principal("u1");
+        let u2 = Caller::principal("u2");
+        assert_ne!(key("t", &p, &u1, &args), key("t", &p, &u2, &args));
+        assert_eq!(key("t", &p, &Caller::default(), &args), None);
+        let g = CachePolicy {
+            scope: CacheScope::Global,
+            ..p
+        };
+        assert_eq!(key("t", &g, &u1, &args), key("t", &g, &u2, &args));
+    }
+
+    #[test]
+    fn entries_expire() {
+        let c = InProcessCache::default();
+        c.store("k".into(), json!(1), Duration::from_millis(30));
+        assert_eq!(c.lookup("k"), Some(json!(1)));
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(c.lookup("k"), None);
+    }
+}

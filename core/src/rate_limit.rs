@@ -1,0 +1,251 @@
+//! Step 6 of a call's path: rate limits per tool, per principal (or tenant, or everyone).
+//!
+//! The limit is a GCRA (generic cell rate algorithm): `max` calls per `per_ms`, one cell
+//! replenished every `per_ms / max`, with up to `burst` calls at once. The engine only talks
+//! to the [`RateLimiter`] seam; [`InProcessLimiter`] implements it with the `governor` crate
+//! (lock-free GCRA state per key). A limiter shared by several processes (Redis, with the
+//! same GCRA as a Lua script) implements the same trait and is passed to
+//! [`crate::Engine::with_rate_limiter`]; nothing else changes.
+
+use crate::caller::Caller;
+use crate::handler::BoxFuture;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// Whose calls share one budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateScope {
+    /// Each principal (within its tenant) has its own budget. Calls without a principal share
+    /// the anonymous budget of their tenant.
+    #[default]
+    Principal,
+    /// Everyone in a tenant shares one budget.
+    Tenant,
+    /// Everyone shares one budget.
+    Global,
+}
+
+/// One rate limit of a tool: `max` calls per `per_ms` milliseconds, bursts up to `burst`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    /// Calls allowed per period, on average.
+    pub max: u32,
+    /// The period, in milliseconds.
+    pub per_ms: u64,
+    /// Calls allowed at once after a quiet spell; defaults to `max`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+    /// Whose calls share the budget.
+    #[serde(default)]
+    pub scope: RateScope,
+}
+
+impl RateLimit {
+    /// `max` calls per `per`, per principal, bursts up to `max`.
+    pub fn per_principal(max: u32, per: Duration) -> Self {
+        RateLimit {
+            max,
+            per_ms: per.as_millis() as u64,
+            burst: None,
+            scope: RateScope::Principal,
+        }
+    }
+
+    /// Checks the numbers at registration.
+    pub fn check(&self) -> Result<(), String> {
+        if self.max == 0 || self.per_ms == 0 || self.burst == Some(0) {
+            return Err(format!(
+                "rate limit {self:?}: max, per_ms and burst must be at least 1"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The budget key of a caller under this limit's scope.
+    pub fn key(&self, caller: &Caller) -> String {
+        let tenant = caller.tenant.as_deref().unwrap_or("");
+        match self.scope {
+            // A unit separator keeps `("a/b", "c")` and `("a", "b/c")` apart.
+            RateScope::Principal => format!(
+                "{tenant}\u{1f}{}",
+                caller.principal.as_deref().unwrap_or("")
+            ),
+            RateScope::Tenant => tenant.to_string(),
+            RateScope::Global => String::new(),
+        }
+    }
+
+    fn quota(&self) -> Quota {
+        let max = NonZeroU32::new(self.max.max(1)).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(self.burst.unwrap_or(self.max).max(1)).unwrap_or(max);
+        let cell = Duration::from_nanos(
+            (Duration::from_millis(self.per_ms).as_nanos() / u128::from(max.get())).max(1) as u64,
+        );
+        Quota::with_period(cell)
+            .unwrap_or_else(|| Quota::per_second(max))
+            .allow_burst(burst)
+    }
+}
+
+/// One budget check: this tool, this key, this limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateRequest {
+    /// The tool.
+    pub tool: Arc<str>,
+    /// The budget key ([`RateLimit::key`]).
+    pub key: String,
+    /// The limit.
+    pub limit: RateLimit,
+}
+
+/// The limiter's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateDecision {
+    /// The call may go on; it used one cell of the budget.
+    Allowed,
+    /// Over budget: the earliest time a retry can succeed.
+    Limited {
+        /// Time until the next cell is free.
+        retry_after: Duration,
+    },
+}
+
+/// Where rate-limit budgets live. The in-process one is the default; a shared one (Redis)
+/// implements this trait. An implementation decides itself how to fail when its store is
+/// unreachable (open or closed) and says so in its docs.
+pub trait RateLimiter: Send + Sync + 'static {
+    /// Takes one cell from the budget, or says how long to wait.
+    fn acquire(&self, request: RateRequest) -> BoxFuture<RateDecision>;
+}
+
+type Keyed = DefaultKeyedRateLimiter<String>;
+
+/// Checks between two sweeps of idle keys.
+const SWEEP_EVERY: u64 = 4096;
+
+/// GCRA budgets in this process, one `governor` keyed limiter per (tool, limit).
+#[derive(Default)]
+pub struct InProcessLimiter {
+    limiters: RwLock<HashMap<(Arc<str>, RateLimit), Arc<Keyed>>>,
+    checks: AtomicU64,
+}
+
+impl std::fmt::Debug for InProcessLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InProcessLimiter").finish_non_exhaustive()
+    }
+}
+
+impl InProcessLimiter {
+    /// An empty limiter.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn limiter(&self, tool: &Arc<str>, limit: &RateLimit) -> Arc<Keyed> {
+        let id = (tool.clone(), limit.clone());
+        if let Some(l) = self
+            .limiters
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+        {
+            return l.clone();
+        }
+        let mut all = self.limiters.write().unwrap_or_else(|p| p.into_inner());
+        all.entry(id)
+            .or_insert_with(|| Arc::new(Keyed::keyed(limit.quota())))
+            .clone()
+    }
+
+    /// Takes one cell, synchronously.
+    pub fn check(&self, request: &RateRequest) -> RateDecision {
+        let limiter = self.limiter(&request.tool, &request.limit);
+        let decision = match limiter.check_key(&request.key) {
+            Ok(()) => RateDecision::Allowed,
+            Err(not_until) => RateDecision::Limited {
+                retry_after: not_until.wait_time_from(DefaultClock::default().now()),
+            },
+        };
+        // Keys whose budget is full again hold no information: drop them now and then so
+        // a stream of one-off principals does not grow memory without bound.
+        if self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+            let all = self.limiters.read().unwrap_or_else(|p| p.into_inner());
+            for l in all.values() {
+                l.retain_recent();
+                l.shrink_to_fit();
+            }
+        }
+        decision
+    }
+}
+
+impl RateLimiter for InProcessLimiter {
+    fn acquire(&self, request: RateRequest) -> BoxFuture<RateDecision> {
+        let decision = self.check(&request);
+        Box::pin(std::future::ready(decision))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(key: &str, limit: &RateLimit) -> RateRequest {
+        RateRequest {
+            tool: Arc::from("t"),
+            key: key.into(),
+            limit: limit.clone(),
+        }
+    }
+
+    #[test]
+    fn bursts_then_refuses_with_a_wait_then_refills() {
+        let limiter = InProcessLimiter::new();
+        let limit = RateLimit {
+            max: 2,
+            per_ms: 200,
+            burst: Some(3),
+            scope: RateScope::Principal,
+        };
+        for _ in 0..3 {
+            assert_eq!(limiter.check(&request("a", &limit)), RateDecision::Allowed);
+        }
+        let RateDecision::Limited { retry_after } = limiter.check(&request("a", &limit)) else {
+            panic!("the fourth call in a burst of three must be limited");
+        };
+        assert!(retry_after > Duration::ZERO && retry_after <= Duration::from_millis(100));
+        assert_eq!(
+            limiter.check(&request("b", &limit)),
+            RateDecision::Allowed,
+            "another key has its own budget"
+        );
+        std::thread::sleep(retry_after + Duration::from_millis(5));
+        assert_eq!(limiter.check(&request("a", &limit)), RateDecision::Allowed);
+    }
+
+    #[test]
+    fn keys_follow_the_scope() {
+        let mut c = Caller::principal("u1");
+        c.tenant = Some("acme".into());
+        let mut l = RateLimit::per_principal(1, Duration::from_secs(1));
+        assert_eq!(l.key(&c), "acme\u{1f}u1");
+        l.scope = RateScope::Tenant;
+        assert_eq!(l.key(&c), "acme");
+        l.scope = RateScope::Global;
+        assert_eq!(l.key(&c), "");
+        assert!(
+            RateLimit::per_principal(0, Duration::from_secs(1))
+                .check()
+                .is_err()
+        );
+    }
+}

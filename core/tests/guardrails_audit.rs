@@ -1,0 +1,295 @@
+//! Step 11 through the engine: one record per call, refusals included; redaction; queries;
+//! the hash chain and its verification; both file sinks; telemetry beside it.
+
+mod guardrails_common;
+
+use guardrails_common::*;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tooljig::audit::{AuditQuery, JsonlAudit, Outcome, SqliteAudit};
+use tooljig::*;
+
+fn engine(sink: Arc<dyn AuditSink>, runs: &Runs) -> Engine {
+    let e = Engine::new().with_audit(sink);
+    let schema = json!({
+        "type": "object",
+        "properties": {"to": {"type": "string"}, "password": {"type": "string"}, "body": {"type": "string"}, "user_id": {"type": "string"}},
+        "required": ["to"]
+    });
+    let mut policy = Policy::default()
+        .hidden("user_id", HiddenParam::Principal)
+        .redact("password", Redaction::Redact)
+        .redact("to", Redaction::Hash)
+        .redact("user_id", Redaction::Hash);
+    policy.risk = tooljig::policy::Risk::High;
+    policy.effect = Effect::External;
+    e.register(echo("send", schema, policy, runs)).unwrap();
+    let scoped = Policy::default().scopes(["crm.write"]);
+    e.register(echo("update", object(), scoped, runs)).unwrap();
+    e
+}
+
+fn batch() -> Vec<Call> {
+    vec![
+        Call::new(
+            "ok",
+            "send",
+            json!({"to": "a@b.c", "password": "hunter2", "body": "hi", "user_id": "root"}),
+        ),
+        Call::new("unknown", "sned", json!({"to": "x"})),
+        Call::new(
+            "broken",
+            "send",
+            "{\"to\": \"a@b.c\", \"password\": \"hunter2",
+        ),
+        Call::new("scopes", "update", json!({"id": 1})),
+        Call::new("needs", "send", json!({"body": "hi"})),
+        Call::new("cycle", "update", json!({})).depends_on("cycle"),
+    ]
+}
+
+async fn exercise(sink: Arc<dyn AuditSink>) {
+    let runs = Runs::default();
+    let e = engine(sink.clone(), &runs);
+    let before = tooljig::audit::record::now_ms();
+    let out = run(&e, batch(), caller("u1")).await;
+    assert_eq!(out.results.len(), 6);
+    // Run returned: every record is already durable and queryable.
+    let all = sink.query(AuditQuery::all()).await.unwrap();
+    assert_eq!(all.len(), 6, "one record per call, refusals included");
+    let by = |id: &str| all.iter().find(|r| r.call_id == id).unwrap().clone();
+
+    let ok = by("ok");
+    assert_eq!(ok.outcome, Outcome::Ok);
+    assert_eq!(
+        (
+            ok.principal.as_deref(),
+            ok.tenant.as_deref(),
+            ok.session.as_deref()
+        ),
+        (Some("u1"), Some("acme"), Some("s-1"))
+    );
+    assert_eq!(ok.tool, "send");
+    assert_eq!(ok.risk, Some(tooljig::policy::Risk::High));
+    assert_eq!(ok.effect, Some(Effect::External));
+    assert_eq!(ok.attempts, 1);
+    assert!(ok.time_ms >= before);
+    let args = ok.arguments.clone().unwrap();
+    assert_eq!(args["password"], "[redacted]");
+    assert_eq!(args["body"], "hi");
+    assert!(args["to"].as_str().unwrap().starts_with("sha256:"));
+    assert!(
+        args["user_id"].as_str().unwrap().starts_with("sha256:"),
+        "injected values are redacted too"
+    );
+    let note = &ok.hidden[0];
+    assert_eq!(
+        (note.parameter.as_str(), note.source.as_str(), note.injected),
+        ("user_id", "principal", true)
+    );
+    let supplied = note.supplied.as_ref().unwrap().as_str().unwrap();
+    assert!(
+        supplied.starts_with("sha256:") && !supplied.contains("root"),
+        "the dropped value is noted, redacted"
+    );
+    assert!(!serde_json::to_string(&all).unwrap().contains("hunter2"));
+
+    let unknown = by("unknown");
+    assert_eq!(unknown.code, Some(ErrorCode::UnknownTool));
+    assert_eq!(unknown.risk, None);
+    assert_eq!(unknown.arguments, Some(json!({"to": "x"})));
+    let broken = by("broken");
+    assert_eq!(broken.code, Some(ErrorCode::IncompleteArguments));
+    assert_eq!(
+        broken.arguments,
+        Some(json!("[redacted]")),
+        "unparsed text cannot be redacted field by field"
+    );
+    assert_eq!(by("scopes").code, Some(ErrorCode::ScopesMissing));
+    assert_eq!(by("needs").outcome, Outcome::Needs);
+    assert_eq!(by("cycle").code, Some(ErrorCode::DependencyCycle));
+
+    // Queries: principal, tool, outcome, code, time range, limit.
+    run(
+        &e,
+        vec![Call::new("other", "send", json!({"to": "z@z.z"}))],
+        caller("u2"),
+    )
+    .await;
+    let q = |q: AuditQuery| {
+        let sink = sink.clone();
+        async move {
+            sink.query(q)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.call_id)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(q(AuditQuery::principal("u2")).await, vec!["other"]);
+    assert_eq!(
+        q(AuditQuery {
+            tool: Some("update".into()),
+            ..Default::default()
+        })
+        .await
+        .len(),
+        2
+    );
+    assert_eq!(
+        q(AuditQuery {
+            outcome: Some(Outcome::Ok),
+            ..Default::default()
+        })
+        .await,
+        vec!["ok", "other"]
+    );
+    assert_eq!(
+        q(AuditQuery {
+            code: Some(ErrorCode::ScopesMissing),
+            ..Default::default()
+        })
+        .await,
+        vec!["scopes"]
+    );
+    assert_eq!(
+        q(AuditQuery {
+            since_ms: Some(before),
+            until_ms: Some(u64::MAX),
+            ..Default::default()
+        })
+        .await
+        .len(),
+        7
+    );
+    assert!(
+        q(AuditQuery {
+            until_ms: Some(before),
+            ..Default::default()
+        })
+        .await
+        .is_empty()
+    );
+    assert_eq!(
+        q(AuditQuery {
+            limit: Some(2),
+            ..Default::default()
+        })
+        .await
+        .len(),
+        2
+    );
+
+    let report = sink.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.records, 7);
+
+    let t = e.telemetry();
+    assert_eq!(t.tools["send"].calls, 4);
+    assert_eq!(t.tools["send"].ok, 2);
+    assert_eq!(t.tools["send"].needs, 1);
+    assert_eq!(t.tools["update"].errors["scopes_missing"], 1);
+    assert_eq!(t.total().calls, 7);
+    assert_eq!(runs.get(), 2);
+}
+
+#[tokio::test]
+async fn sqlite_records_every_call_and_detects_tampering() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    exercise(Arc::new(SqliteAudit::open(&path).unwrap())).await;
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    // Alter a record's content.
+    conn.execute("UPDATE audit_log SET record = replace(record, '\"call_id\":\"', '\"call_id\":\"x') WHERE seq = 1", []).unwrap();
+    let report = SqliteAudit::verify_file(&path).unwrap();
+    assert_eq!(report.broken.as_ref().unwrap().seq, 1, "{report:?}");
+    assert!(report.broken.unwrap().reason.contains("altered"));
+    conn.execute("UPDATE audit_log SET record = replace(record, '\"call_id\":\"x', '\"call_id\":\"') WHERE seq = 1", []).unwrap();
+    assert!(SqliteAudit::verify_file(&path).unwrap().is_intact());
+    // Edit an indexed column only: queries would lie, verify says so.
+    conn.execute(
+        "UPDATE audit_log SET principal = 'someone' WHERE seq = 4",
+        [],
+    )
+    .unwrap();
+    let report = SqliteAudit::verify_file(&path).unwrap();
+    assert_eq!(report.broken.as_ref().unwrap().seq, 4);
+    assert_eq!(report.records, 4);
+    conn.execute("UPDATE audit_log SET principal = 'u1' WHERE seq = 4", [])
+        .unwrap();
+    // Remove a record.
+    conn.execute("DELETE FROM audit_log WHERE seq = 3", [])
+        .unwrap();
+    let report = SqliteAudit::verify_file(&path).unwrap();
+    assert_eq!(report.broken.as_ref().unwrap().seq, 4);
+    assert_eq!(report.records, 2);
+}
+
+#[tokio::test]
+async fn sqlite_continues_the_chain_when_reopened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    for round in 0..3 {
+        let sink = Arc::new(SqliteAudit::open(&path).unwrap());
+        let e = engine(sink.clone(), &Runs::default());
+        run(
+            &e,
+            vec![Call::new(format!("r{round}"), "send", json!({"to": "x"}))],
+            caller("u1"),
+        )
+        .await;
+    }
+    let records = SqliteAudit::query_file(&path, &AuditQuery::all()).unwrap();
+    assert_eq!(
+        records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert!(SqliteAudit::verify_file(&path).unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn jsonl_records_every_call_and_detects_tampering() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    exercise(Arc::new(JsonlAudit::open(&path).unwrap())).await;
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 7);
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["seq"], 1);
+    assert_eq!(first["prev_hash"], tooljig::audit::chain::GENESIS);
+    // Reorder two lines.
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.swap(2, 3);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let report = JsonlAudit::verify_file(&path).unwrap();
+    assert_eq!(report.broken.unwrap().seq, 4);
+    // A partial last line (a crash mid-write) is dropped on open; the chain goes on.
+    std::fs::write(&path, text.clone() + "{\"hash\":\"ab").unwrap();
+    let sink = Arc::new(JsonlAudit::open(&path).unwrap());
+    let e = engine(sink.clone(), &Runs::default());
+    run(
+        &e,
+        vec![Call::new("later", "send", json!({"to": "x"}))],
+        caller("u1"),
+    )
+    .await;
+    let report = sink.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.records, 8);
+}
+
+#[tokio::test]
+async fn memory_sink_verifies_and_reports_the_first_broken_link() {
+    let sink = Arc::new(MemoryAudit::new());
+    exercise(sink.clone()).await;
+    sink.with_records(|r| r[4].tool = "forged".into());
+    let report = sink.verify().await.unwrap();
+    assert_eq!(report.broken.unwrap().seq, 5);
+    assert_eq!(report.records, 4);
+}
