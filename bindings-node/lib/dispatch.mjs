@@ -1,0 +1,140 @@
+// Runs JS handlers for the native engine: the JS half of `src/dispatcher.rs`.
+//
+// The engine wakes this side with everything queued as one JSON text; each handler runs,
+// and its outcome is settled back in bulk (`[[token, kind, payload], ...]`, see
+// `src/outcome.rs`): sync handlers in the same turn, Promise handlers once they settle,
+// batched per microtask checkpoint. Nothing here throws into native code: every failure of
+// a handler becomes data, which is what keeps a throwing handler from killing the process.
+import { abortCall, ToolContext } from './context.mjs'
+import { Needs, ToolError } from './errors.mjs'
+
+const OK = 0
+const TOOL_ERROR = 1
+const NEEDS = 2
+const UNEXPECTED = 3
+
+const isThenable = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function'
+
+/** The detail kept for the app (never shown to the model): the stack when there is one. */
+function detailOf(e) {
+  if (e instanceof Error) {
+    const stack = typeof e.stack === 'string' ? e.stack : `${e.name}: ${e.message}`
+    return e.cause === undefined ? stack : `${stack}\ncaused by: ${detailOf(e.cause)}`
+  }
+  if (typeof e === 'string') return `a non-Error value was thrown: ${e}`
+  try {
+    return `a non-Error value was thrown: ${JSON.stringify(e) ?? String(e)}`
+  } catch {
+    return `a non-Error value was thrown: ${String(e)}`
+  }
+}
+
+/** The settlement of a returned value. */
+function fromValue(v) {
+  if (v instanceof Needs) return [NEEDS, JSON.stringify(v.fields)]
+  try {
+    // `undefined` (and functions, symbols) have no JSON form: they are null.
+    return [OK, JSON.stringify(v) ?? 'null']
+  } catch (e) {
+    return [UNEXPECTED, JSON.stringify(`the handler returned a value that is not JSON: ${detailOf(e)}`)]
+  }
+}
+
+/** The settlement of a throw or rejection. */
+function fromThrow(e) {
+  if (e instanceof ToolError) {
+    const thrown = { code: e.code, message: String(e.message), retryable: e.retryable ?? null, details: e.details ?? null }
+    try {
+      return [TOOL_ERROR, JSON.stringify(thrown)]
+    } catch (err) {
+      return [UNEXPECTED, JSON.stringify(`a ToolError with details that are not JSON: ${detailOf(err)}`)]
+    }
+  }
+  if (e instanceof Needs) return [NEEDS, JSON.stringify(e.fields)]
+  return [UNEXPECTED, JSON.stringify(detailOf(e))]
+}
+
+/** The JS side of one native engine: the handler table and the calls in flight. */
+export class Dispatcher {
+  /** @type {{name: string, execute: Function, parse: Function | null}[]} */
+  handlers = []
+  /** Calls in flight by token; a token missing here was timed out or cancelled. */
+  live = new Map()
+  outbox = []
+  flushQueued = false
+  /** The native engine to settle with; set right after it is built. */
+  native = null
+
+  /** Adds a handler and returns its index (what the native engine calls it by). */
+  add(entry) {
+    this.handlers.push(entry)
+    return this.handlers.length - 1
+  }
+
+  /** Called by the native engine with the drained queue (see `Drained` in Rust). */
+  dispatch = (text) => {
+    try {
+      const { callers, calls, aborts } = JSON.parse(text)
+      for (const token of aborts) {
+        const ctx = this.live.get(token)
+        if (ctx !== undefined) {
+          this.live.delete(token)
+          ctx[abortCall]()
+        }
+      }
+      for (let i = 0; i < callers.length; i++) Object.freeze(callers[i])
+      for (const [token, tool, callId, attempt, caller, args] of calls) {
+        const entry = this.handlers[tool]
+        const ctx = new ToolContext(callId, entry.name, attempt, callers[caller])
+        this.live.set(token, ctx)
+        this.#start(token, entry, args, ctx)
+      }
+    } catch (e) {
+      // Only a bug of this layer can land here; say so loudly but never throw into Rust.
+      process.emitWarning(`tooljig: the dispatcher failed: ${detailOf(e)}`)
+    }
+    this.flush()
+  }
+
+  #start(token, entry, args, ctx) {
+    let out
+    try {
+      const parsed = entry.parse === null ? args : entry.parse(args)
+      out = isThenable(parsed) ? parsed.then((a) => entry.execute(a, ctx)) : entry.execute(parsed, ctx)
+    } catch (e) {
+      this.#settle(token, fromThrow(e))
+      return
+    }
+    if (isThenable(out)) {
+      Promise.resolve(out).then(
+        (v) => this.#settle(token, fromValue(v)),
+        (e) => this.#settle(token, fromThrow(e)),
+      )
+    } else {
+      this.#settle(token, fromValue(out))
+    }
+  }
+
+  #settle(token, [kind, payload]) {
+    // A call that timed out or was cancelled is no longer awaited: drop its late outcome.
+    if (!this.live.delete(token)) return
+    this.outbox.push(`[${token},${kind},${payload}]`)
+    if (!this.flushQueued) {
+      this.flushQueued = true
+      queueMicrotask(this.flush)
+    }
+  }
+
+  /** Hands every settled outcome to the native engine in one call. */
+  flush = () => {
+    this.flushQueued = false
+    if (this.outbox.length === 0) return
+    const text = `[${this.outbox.join(',')}]`
+    this.outbox = []
+    try {
+      this.native.settle(text)
+    } catch (e) {
+      process.emitWarning(`tooljig: settling results failed: ${detailOf(e)}`)
+    }
+  }
+}

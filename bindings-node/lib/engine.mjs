@@ -1,0 +1,167 @@
+// `Engine`: the idiomatic face of `NativeEngine` (src/engine.rs).
+import { Dispatcher } from './dispatch.mjs'
+import { RegistrationError } from './errors.mjs'
+import { NativeCancel, NativeEngine } from './native.mjs'
+import { isStandardSchema, standardParser, toJsonSchema } from './schema.mjs'
+import { checkDefinition } from './tool.mjs'
+
+/** Links an AbortSignal to a native cancel switch; returns the switch and an unlink function. */
+function linkSignal(signal) {
+  if (signal === undefined || signal === null) return [null, () => {}]
+  if (typeof signal.addEventListener !== 'function') throw new TypeError('options.signal must be an AbortSignal')
+  const cancel = new NativeCancel()
+  if (signal.aborted) {
+    cancel.cancel()
+    return [cancel, () => {}]
+  }
+  const onAbort = () => cancel.cancel()
+  signal.addEventListener('abort', onAbort, { once: true })
+  return [cancel, () => signal.removeEventListener('abort', onAbort)]
+}
+
+/** Splits run options into the JSON the core reads and the AbortSignal. */
+function splitOptions(options) {
+  if (options === undefined || options === null) return ['{}', undefined]
+  if (typeof options !== 'object') throw new TypeError('run options must be an object')
+  const { signal, ...rest } = options
+  return [JSON.stringify(rest), signal]
+}
+
+function callsText(calls) {
+  if (!Array.isArray(calls)) throw new TypeError('calls must be an array of {id, tool, arguments} objects')
+  return JSON.stringify(calls)
+}
+
+/**
+ * Runs tool calls: registers tools, then runs batches of calls in dependency order and in
+ * parallel, each call ending as an envelope. Handlers run on this thread, orchestrated by Rust.
+ */
+export class Engine {
+  #dispatcher = new Dispatcher()
+  #native
+
+  constructor() {
+    this.#native = new NativeEngine(this.#dispatcher.dispatch)
+    this.#dispatcher.native = this.#native
+  }
+
+  /**
+   * Registers a tool under `name`. `options` is its policy (`timeoutMs`, `retry`, `after`,
+   * `maxOutputBytes`, `onOutputTooLarge`, and the fields guardrails add). Throws a
+   * `RegistrationError` (with a `code`) on any mistake.
+   * @returns {this}
+   */
+  register(name, definition, options = undefined) {
+    if (typeof name !== 'string') {
+      throw new RegistrationError('invalid_name', `a tool name must be a string, got ${typeof name}`)
+    }
+    checkDefinition(name, definition)
+    const spec = {
+      name,
+      description: definition.description ?? '',
+      inputSchema: toJsonSchema(name, 'input', definition.inputSchema),
+    }
+    const outputSchema = toJsonSchema(name, 'output', definition.outputSchema)
+    if (outputSchema !== undefined) spec.outputSchema = outputSchema
+    if (options !== undefined && options !== null) {
+      if (typeof options !== 'object') throw new RegistrationError('invalid_policy', `tool ${JSON.stringify(name)}: options must be an object`)
+      spec.policy = options
+    }
+    let parse = null
+    if (isStandardSchema(definition.inputSchema) && definition.parseArguments !== false) {
+      parse = standardParser(definition.inputSchema)
+    }
+    return this.#register(spec, definition.execute, parse)
+  }
+
+  /**
+   * Registers a tool from its spec as data (`{name, description, inputSchema, outputSchema,
+   * policy}`, camelCase or snake_case keys), as `specs()` exports it and conformance vectors
+   * spell it. Without `execute`, the tool is client-side.
+   * @returns {this}
+   */
+  registerSpec(spec, execute = undefined) {
+    if (spec === null || typeof spec !== 'object') throw new RegistrationError('invalid_spec', 'a tool spec must be an object')
+    if (execute !== undefined && typeof execute !== 'function') {
+      throw new RegistrationError('invalid_tool', `tool ${JSON.stringify(spec.name)}: execute must be a function`)
+    }
+    return this.#register(spec, execute, null)
+  }
+
+  #register(spec, execute, parse) {
+    let index = null
+    if (execute !== undefined) {
+      index = this.#dispatcher.add({ name: spec.name, execute, parse })
+    }
+    let problem
+    try {
+      problem = this.#native.register(spec, index)
+    } catch (e) {
+      // napi could not read the spec as JSON (a BigInt, a function, a cycle).
+      throw new RegistrationError('invalid_spec', `tool ${JSON.stringify(spec.name)}: the spec is not JSON: ${e?.message ?? e}`, { cause: e })
+    }
+    if (problem) throw new RegistrationError(problem.code, problem.message)
+    return this
+  }
+
+  /** Provider-neutral specs of every tool, in registration order. */
+  specs() {
+    return this.#native.specs()
+  }
+
+  /**
+   * Runs a batch of calls and resolves with one result per call, in call order. Never
+   * rejects for a call's failure: every refusal and failure is an envelope.
+   * @param {object[]} calls `{id?, tool, arguments?, dependsOn?, runIfDependencyFailed?}`
+   * @param {object} [options] `{caller, concurrency, deadlineMs, maxCalls, signal}`
+   */
+  async run(calls, options = undefined) {
+    const text = callsText(calls)
+    const [opts, signal] = splitOptions(options)
+    const [cancel, unlink] = linkSignal(signal)
+    try {
+      return JSON.parse(await this.#native.run(text, opts, cancel))
+    } finally {
+      unlink()
+    }
+  }
+
+  /**
+   * Runs a batch and yields its events as they happen (`for await`); `result` resolves with
+   * what `run` would have returned.
+   */
+  stream(calls, options = undefined) {
+    const text = callsText(calls)
+    const [opts, signal] = splitOptions(options)
+    const [cancel, unlink] = linkSignal(signal)
+    let native
+    try {
+      native = this.#native.stream(text, opts, cancel)
+    } catch (e) {
+      unlink()
+      throw e
+    }
+    const result = native.result().then(
+      (t) => {
+        unlink()
+        return JSON.parse(t)
+      },
+      (e) => {
+        unlink()
+        throw e
+      },
+    )
+    // Reading only the events must not leave an unhandled rejection behind.
+    result.catch(() => {})
+    return {
+      result,
+      async *[Symbol.asyncIterator]() {
+        for (;;) {
+          const text = await native.next()
+          if (text === null) return
+          yield* JSON.parse(text)
+        }
+      },
+    }
+  }
+}

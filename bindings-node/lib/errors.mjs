@@ -1,0 +1,66 @@
+// Errors a handler throws to choose its envelope, and the error registration throws.
+import { errorCodes } from './native.mjs'
+
+/** Every error code of the core, with its default retryability, in declaration order. */
+export const ErrorCodes = Object.freeze(errorCodes().map((c) => Object.freeze({ code: c.code, retryable: c.retryable })))
+
+const known = new Set(ErrorCodes.map((c) => c.code))
+
+/**
+ * A deliberate failure with a code the handler chooses; the model sees `code`, `message`,
+ * `retryable` and the `details` (flattened into the error object) as they are.
+ */
+export class ToolError extends Error {
+  /**
+   * @param {string} code one of `ErrorCodes`
+   * @param {string} message written for the model: what went wrong and what to do about it
+   * @param {{retryable?: boolean, details?: Record<string, unknown>, cause?: unknown}} [options]
+   */
+  constructor(code, message, options = {}) {
+    if (!known.has(code)) {
+      throw new TypeError(`unknown tooljig error code ${JSON.stringify(code)}; expected one of ${[...known].join(', ')}`)
+    }
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'ToolError'
+    this.code = code
+    this.retryable = options.retryable
+    this.details = options.details
+  }
+}
+
+/** The "needs" outcome: required fields the model should ask the user for. */
+export class Needs {
+  /** @param {string[]} fields */
+  constructor(fields) {
+    this.fields = Object.freeze([...fields])
+  }
+}
+
+/**
+ * Returns (or throws) the needs outcome for these fields: `return needs('date', 'time')`.
+ * @param {...(string | string[])} fields
+ */
+export function needs(...fields) {
+  const flat = fields.flat()
+  for (const f of flat) {
+    if (typeof f !== 'string') throw new TypeError(`needs() takes field names, got ${typeof f}`)
+  }
+  return new Needs(flat)
+}
+
+/**
+ * A registration mistake, thrown by `Engine.register`. `code` is one of `invalid_name`,
+ * `duplicate_tool`, `invalid_schema`, `invalid_policy`, `invalid_spec`, `invalid_tool`.
+ */
+export class RegistrationError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {{cause?: unknown}} [options]
+   */
+  constructor(code, message, options) {
+    super(message, options)
+    this.name = 'RegistrationError'
+    this.code = code
+  }
+}

@@ -1,0 +1,35 @@
+// `tool({ description, inputSchema, execute })`: a tool definition, as in the Vercel AI SDK.
+import { RegistrationError } from './errors.mjs'
+
+/**
+ * Declares a tool. Returns the definition unchanged (frozen); it exists for type inference:
+ * with a zod schema, `execute` receives the schema's parsed output type.
+ * A tool without `execute` is a client-side tool: its calls end as `pending_external`.
+ * @template T
+ * @param {T} definition
+ * @returns {T}
+ */
+export function tool(definition) {
+  checkDefinition('(unnamed)', definition)
+  return Object.freeze({ ...definition })
+}
+
+/** Throws a `RegistrationError` when `def` is not a usable tool definition. */
+export function checkDefinition(name, def) {
+  const where = `tool ${JSON.stringify(name)}`
+  if (def === null || typeof def !== 'object') {
+    throw new RegistrationError('invalid_tool', `${where}: a tool definition must be an object, got ${def === null ? 'null' : typeof def}`)
+  }
+  if (def.execute !== undefined && typeof def.execute !== 'function') {
+    throw new RegistrationError('invalid_tool', `${where}: execute must be a function (or absent, for a client-side tool)`)
+  }
+  if (def.description !== undefined && typeof def.description !== 'string') {
+    throw new RegistrationError('invalid_tool', `${where}: description must be a string`)
+  }
+  const known = new Set(['description', 'inputSchema', 'outputSchema', 'execute', 'parseArguments'])
+  for (const key of Object.keys(def)) {
+    if (!known.has(key)) {
+      throw new RegistrationError('invalid_tool', `${where}: unknown field ${JSON.stringify(key)} in the tool definition (policy goes in register's third argument)`)
+    }
+  }
+}

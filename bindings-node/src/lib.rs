@@ -1,0 +1,57 @@
+//! # tooljig-node
+//!
+//! The Node.js binding of tooljig: a thin mirror of the core. Behaviour lives in the `tooljig`
+//! crate; this crate only carries data across (as JSON) and implements the core's
+//! [`tooljig::Handler`] seam over JavaScript functions.
+//!
+//! The JavaScript layer in `lib/` is what users import; the classes exported here
+//! (`NativeEngine`, `NativeCancel`, `NativeStream`) are its engine room.
+//!
+//! Map of the crate:
+//! - `engine.rs`: `NativeEngine`, registering tools and running batches;
+//! - `dispatcher.rs`: the one way Rust calls JavaScript (a weak threadsafe function fed by a
+//!   queue, drained in bulk on the JS thread);
+//! - `handler.rs`: `JsHandler`, the core's `Handler` over a registered JS function;
+//! - `outcome.rs`: what a JS handler settled with, turned into a `HandlerResult`;
+//! - `events.rs`: `NativeStream`, the events of a batch pulled from JavaScript;
+//! - `cancel.rs`: `NativeCancel`, cancellation from an `AbortSignal`;
+//! - `keys.rs`: the camelCase ↔ snake_case rule at the JS edge;
+//! - `error.rs`: registration mistakes as `{code, message}` problems.
+
+mod cancel;
+mod dispatcher;
+mod engine;
+mod error;
+mod events;
+mod handler;
+mod keys;
+mod outcome;
+
+use napi_derive::napi;
+
+/// One error code of the closed set an envelope can carry.
+#[napi(object)]
+pub struct ErrorCodeInfo {
+    /// The wire spelling, e.g. `unknown_tool`.
+    pub code: String,
+    /// Whether an error with this code is retryable by default.
+    pub retryable: bool,
+}
+
+/// Every error code of the core, in declaration order, with its default retryability.
+#[napi]
+pub fn error_codes() -> Vec<ErrorCodeInfo> {
+    tooljig::ErrorCode::ALL
+        .iter()
+        .map(|c| ErrorCodeInfo {
+            code: c.as_str().to_string(),
+            retryable: c.default_retryable(),
+        })
+        .collect()
+}
+
+/// The message a model sees for an unexpected handler failure (the detail stays on the result).
+#[napi]
+pub fn unexpected_message() -> String {
+    tooljig::execute::UNEXPECTED_MESSAGE.to_string()
+}

@@ -1,0 +1,123 @@
+//! What a JavaScript handler settled with, as the JS layer reports it, turned into the core's
+//! [`HandlerResult`].
+//!
+//! The JS layer settles calls in bulk with one JSON text, `[[token, kind, payload], ...]`:
+//!
+//! | kind | meaning | payload |
+//! |---|---|---|
+//! | 0 | returned data (`undefined` already mapped to `null`) | the value |
+//! | 1 | threw a `ToolError` | `{code, message, retryable?, details?}` |
+//! | 2 | returned or threw `needs(...)` | the field names |
+//! | 3 | threw or rejected with anything else | the stack (or the value as text) |
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::str::FromStr;
+use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError};
+
+/// One settled call: its token and how it ended.
+pub type Settlement = (u64, u8, Value);
+
+/// Parses the JS layer's bulk settlement text.
+pub fn parse_settlements(text: &str) -> Result<Vec<Settlement>, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
+#[derive(Deserialize)]
+struct ThrownToolError {
+    code: String,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    retryable: Option<bool>,
+    #[serde(default)]
+    details: Option<Map<String, Value>>,
+}
+
+/// Turns one settlement's kind and payload into the handler's result.
+pub fn to_handler_result(kind: u8, payload: Value) -> HandlerResult {
+    match kind {
+        0 => Ok(payload),
+        1 => Err(tool_error(payload)),
+        2 => match serde_json::from_value::<Vec<String>>(payload) {
+            Ok(fields) => Err(HandlerError::Needs(fields)),
+            Err(e) => Err(HandlerError::unexpected(format!(
+                "needs(...) takes field names as strings: {e}"
+            ))),
+        },
+        3 => Err(HandlerError::unexpected(match payload {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })),
+        other => Err(HandlerError::unexpected(format!(
+            "the JavaScript layer settled a call with unknown kind {other}"
+        ))),
+    }
+}
+
+fn tool_error(payload: Value) -> HandlerError {
+    let thrown: ThrownToolError = match serde_json::from_value(payload) {
+        Ok(t) => t,
+        Err(e) => return HandlerError::unexpected(format!("a malformed ToolError was thrown: {e}")),
+    };
+    let code = match ErrorCode::from_str(&thrown.code) {
+        Ok(code) => code,
+        Err(e) => {
+            return HandlerError::unexpected(format!(
+                "a ToolError was thrown with {e} (message: {:?})",
+                thrown.message
+            ));
+        }
+    };
+    let mut err = ToolError::new(code, thrown.message);
+    if let Some(retryable) = thrown.retryable {
+        err = err.retryable(retryable);
+    }
+    if let Some(details) = thrown.details {
+        err.details = details;
+    }
+    HandlerError::Tool(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_kind_maps() {
+        assert_eq!(to_handler_result(0, json!({"a": 1})), Ok(json!({"a": 1})));
+        let Err(HandlerError::Tool(e)) = to_handler_result(
+            1,
+            json!({"code": "not_found", "message": "no such lead", "details": {"id": 3}}),
+        ) else {
+            panic!("a tool error")
+        };
+        assert_eq!(e.code, ErrorCode::NotFound);
+        assert!(!e.retryable);
+        assert_eq!(e.details["id"], 3);
+        assert_eq!(
+            to_handler_result(2, json!(["when"])),
+            Err(HandlerError::Needs(vec!["when".into()]))
+        );
+        assert!(matches!(
+            to_handler_result(3, json!("Error: x\n    at y")),
+            Err(HandlerError::Unexpected { detail }) if detail.contains("at y")
+        ));
+    }
+
+    #[test]
+    fn an_unknown_code_is_an_unexpected_failure() {
+        assert!(matches!(
+            to_handler_result(1, json!({"code": "nope", "message": "m"})),
+            Err(HandlerError::Unexpected { detail }) if detail.contains("nope")
+        ));
+    }
+
+    #[test]
+    fn bulk_text_parses() {
+        let s = parse_settlements(r#"[[1,0,null],[2,2,["a"]]]"#).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[1].0, 2);
+    }
+}
