@@ -6,6 +6,8 @@
 //! brackets at the very end) and the result records that it was repaired. A string cut off
 //! inside a value (a truncated stream) is refused as `incomplete_arguments` and never runs.
 
+mod repair;
+
 use crate::envelope::ToolError;
 use crate::error_code::ErrorCode;
 use serde::{Deserialize, Serialize};
@@ -108,14 +110,13 @@ pub fn parse_text(text: &str, limits: &Limits) -> Result<ParsedArguments, ToolEr
 
 /// Repairs JSON the way language models break it and parses the result.
 ///
-/// Built on `jsonrepair-rs` (a port of the JS `jsonrepair`); see `docs/arguments.md` for
-/// the agreement measured on the jsonrepair corpus.
+/// Built on `jsonrepair-rs` (a port of the JS `jsonrepair`) with its gaps closed (see
+/// `repair.rs`); `docs/arguments.md` reports the agreement measured on the jsonrepair corpus.
 pub fn repair_json(text: &str) -> Result<Value, String> {
     if text_depth(text) > 512 {
         return Err("nesting is too deep to repair".into());
     }
-    let repaired = jsonrepair_rs::jsonrepair(text).map_err(|e| e.to_string())?;
-    serde_json::from_str(&repaired).map_err(|e| e.to_string())
+    repair::repair(text)
 }
 
 fn too_large(message: String) -> ToolError {

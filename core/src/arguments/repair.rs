@@ -1,0 +1,271 @@
+//! JSON repair: `jsonrepair-rs` with the gaps it leaves against the JS `jsonrepair` closed.
+//!
+//! Two rewrites run before the crate sees the text, one retry after it fails:
+//! - a backslash right before a line break inside a string (a shell-style line
+//!   continuation) becomes the escape `\n`, where the crate drops both characters;
+//! - a number written with leading zeros (`05`, `00.`, `-05e`) standing alone as a value is
+//!   quoted as written, where the crate first completes it (`00.0`, `05e0`) and then quotes
+//!   that;
+//! - when the crate gives up at some position, a double quote shortly before it that ends a
+//!   word and has another quote after it is taken as a quote the model forgot to escape
+//!   (`"72" tall"`), escaped, and the repair retried: a bounded form of the backtracking the
+//!   JS library does.
+//!
+//! `docs/arguments.md` reports the agreement this reaches on the jsonrepair corpus.
+
+use serde_json::Value;
+
+/// Most quotes escaped in one text before giving up.
+const MAX_ESCAPED_QUOTES: usize = 4;
+/// Candidate quotes tried before each failure position.
+const CANDIDATES_PER_FAILURE: usize = 3;
+/// Texts longer than this are not retried: each retry repairs the whole text again.
+const MAX_RETRY_CHARS: usize = 64 * 1024;
+
+/// Repairs `text` and parses the result.
+pub fn repair(text: &str) -> Result<Value, String> {
+    let prepared = quote_leading_zero_numbers(&continue_lines_in_strings(text));
+    let mut chars: Vec<char> = prepared.chars().collect();
+    let mut first_error = None;
+    for _ in 0..=MAX_ESCAPED_QUOTES {
+        let error = match attempt(&chars) {
+            Ok(value) => return Ok(value),
+            Err(e) => e,
+        };
+        let position = error.0;
+        first_error.get_or_insert(error.1);
+        if chars.len() > MAX_RETRY_CHARS {
+            break;
+        }
+        let Some(fixed) = escape_stray_quote(&chars, position) else {
+            break;
+        };
+        chars = fixed;
+    }
+    Err(first_error.unwrap_or_else(|| "the text could not be repaired".into()))
+}
+
+/// One repair and parse; on failure the char position where the crate gave up (the end of
+/// the text when the crate's output did not parse) and why.
+fn attempt(chars: &[char]) -> Result<Value, (usize, String)> {
+    let text: String = chars.iter().collect();
+    let repaired = jsonrepair_rs::jsonrepair(&text).map_err(|e| (e.position, e.to_string()))?;
+    serde_json::from_str(&repaired).map_err(|e| (chars.len(), e.to_string()))
+}
+
+/// The text with the nearest plausible stray quote before `position` escaped, if one of the
+/// candidates makes the repair succeed, or the first candidate for the next round.
+fn escape_stray_quote(chars: &[char], position: usize) -> Option<Vec<char>> {
+    let end = position.min(chars.len().saturating_sub(1));
+    let candidates: Vec<usize> = (1..=end)
+        .rev()
+        .filter(|&i| is_stray_quote_candidate(chars, i))
+        .take(CANDIDATES_PER_FAILURE)
+        .collect();
+    let escaped = |i: usize| {
+        let mut out = Vec::with_capacity(chars.len() + 1);
+        out.extend_from_slice(&chars[..i]);
+        out.push('\\');
+        out.extend_from_slice(&chars[i..]);
+        out
+    };
+    for &i in &candidates {
+        let fixed = escaped(i);
+        if attempt(&fixed).is_ok() {
+            return Some(fixed);
+        }
+    }
+    candidates.first().map(|&i| escaped(i))
+}
+
+/// A `"` that ends a word (not an opening quote, not after a delimiter) and is followed
+/// somewhere by another quote that can end the string instead.
+fn is_stray_quote_candidate(chars: &[char], i: usize) -> bool {
+    if chars[i] != '"' || escaped_at(chars, i) {
+        return false;
+    }
+    let before = chars[i - 1];
+    if before.is_whitespace() || matches!(before, '{' | '[' | ',' | ':' | '"') {
+        return false;
+    }
+    chars[i + 1..]
+        .iter()
+        .enumerate()
+        .any(|(k, &c)| c == '"' && !escaped_at(chars, i + 1 + k))
+}
+
+/// Whether the char at `i` is escaped by an odd run of backslashes before it.
+fn escaped_at(chars: &[char], i: usize) -> bool {
+    chars[..i].iter().rev().take_while(|&&c| c == '\\').count() % 2 == 1
+}
+
+/// Inside double-quoted strings, a backslash before a line break becomes `\n`.
+fn continue_lines_in_strings(text: &str) -> String {
+    if !text.contains("\\\n") && !text.contains("\\\r\n") {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut it = text.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '"' => {
+                in_string = !in_string;
+                out.push(c);
+            }
+            '\\' if in_string => match it.peek() {
+                Some('\n') => {
+                    it.next();
+                    out.push_str("\\n");
+                }
+                Some('\r') => {
+                    it.next();
+                    if it.peek() == Some(&'\n') {
+                        it.next();
+                    }
+                    out.push_str("\\n");
+                }
+                Some(_) => {
+                    out.push(c);
+                    if let Some(next) = it.next() {
+                        out.push(next);
+                    }
+                }
+                None => out.push(c),
+            },
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Quotes, as written, numbers with leading zeros that stand alone as a value (after
+/// `[`, `,`, `:` or the start; before `]`, `}`, `,` or the end). JSON has no such numbers,
+/// and the JS `jsonrepair` keeps them as strings.
+fn quote_leading_zero_numbers(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    let mut in_string: Option<u8> = None;
+    let mut last_significant: Option<u8> = None;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if let Some(q) = in_string {
+            if b == b'\\' {
+                i += 2;
+                continue;
+            }
+            if b == q {
+                in_string = None;
+                last_significant = Some(b);
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' | b'\'' => in_string = Some(b),
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    i += 1;
+                }
+                let token = &text[start..i];
+                let digits = token.strip_prefix('-').unwrap_or(token);
+                let leading_zero = digits.len() > 1
+                    && digits.starts_with('0')
+                    && digits.as_bytes()[1].is_ascii_digit();
+                let opens = matches!(last_significant, None | Some(b'[' | b',' | b':'));
+                let next = bytes[i..].iter().find(|c| !c.is_ascii_whitespace());
+                let closes = matches!(next, None | Some(b']' | b'}' | b','));
+                if leading_zero && opens && closes {
+                    spans.push((start, i));
+                }
+                last_significant = Some(b'0');
+                continue;
+            }
+            c if c.is_ascii_whitespace() => {}
+            c => last_significant = Some(c),
+        }
+        i += 1;
+    }
+    if spans.is_empty() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 2 * spans.len());
+    let mut at = 0;
+    for (s, e) in spans {
+        out.push_str(&text[at..s]);
+        out.push('"');
+        out.push_str(&text[s..e]);
+        out.push('"');
+        at = e;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stray_quotes_are_escaped() {
+        for (text, want) in [
+            (r#"{ "height": "(5'3")" }"#, json!({"height": "(5'3\")"})),
+            (
+                r#""He is six feet (72") tall""#,
+                json!("He is six feet (72\") tall"),
+            ),
+            (
+                r#""the list [1, 2"] more""#,
+                json!("the list [1, 2\"] more"),
+            ),
+            (r#""The TV is 72"""#, json!("The TV is 72\"")),
+        ] {
+            assert_eq!(repair(text).unwrap(), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn unrepairable_text_stays_refused() {
+        for text in [
+            r#"{"a","#,
+            r#"{"a" ]"#,
+            r#"{"a":2}foo"#,
+            "{:2}",
+            "",
+            r#""\u26""#,
+        ] {
+            assert!(repair(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn line_continuations_become_newlines() {
+        assert_eq!(
+            repair("\"first\\\nsecond\"").unwrap(),
+            json!("first\nsecond")
+        );
+        assert_eq!(
+            continue_lines_in_strings("{\"a\": 1}\\\n"),
+            "{\"a\": 1}\\\n"
+        );
+    }
+
+    #[test]
+    fn leading_zero_numbers_stay_as_written() {
+        assert_eq!(repair("[05e]").unwrap(), json!(["05e"]));
+        assert_eq!(repair("00.").unwrap(), json!("00."));
+        assert_eq!(
+            repair("{\"n\": 05, \"m\": 0.5}").unwrap(),
+            json!({"n": "05", "m": 0.5})
+        );
+        assert_eq!(
+            quote_leading_zero_numbers("{\"id\": \"007\", x: 0}"),
+            "{\"id\": \"007\", x: 0}"
+        );
+    }
+}

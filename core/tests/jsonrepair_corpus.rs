@@ -1,0 +1,197 @@
+//! The JS `jsonrepair` test cases through `arguments::repair_json`, compared as parsed
+//! values; and property tests that no input, however broken or cut off, panics the
+//! argument parser.
+//!
+//! A case is `{test, input, expected | expected_error, ok}`. It must be refused when `ok` is
+//! false or when it carries `expected_error`; otherwise the repaired value must equal the
+//! parsed `expected` text. One case in the corpus records `expected: true` (an assertion the
+//! extractor kept, not an output): for such a case only a successful repair is required.
+//! Agreement below [`FLOOR`] fails, so regressions show.
+
+mod corpora;
+
+use proptest::prelude::*;
+use serde_json::Value;
+use tooljig::arguments::{parse_arguments, repair_json};
+use tooljig::{ErrorCode, Limits};
+
+/// Agreement reached on the 429 cases of the corpus (`docs/arguments.md`); lower fails.
+const FLOOR: f64 = 0.997;
+
+#[test]
+fn repair_agrees_with_jsonrepair_js() {
+    let Some(path) = corpora::locate("jsonrepair/jsonrepair_js_cases.jsonl") else {
+        return;
+    };
+    let text = std::fs::read_to_string(&path).expect("readable corpus");
+    let (mut total, mut agreed) = (0usize, 0usize);
+    let mut disagreements = Vec::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let case: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), n + 1));
+        let input = case["input"].as_str().expect("a case has an input string");
+        let refuse = case["ok"] == false || case.get("expected_error").is_some();
+        total += 1;
+        let got = std::panic::catch_unwind(|| repair_json(input))
+            .unwrap_or_else(|_| panic!("repair_json panicked on case {}: {input:?}", n + 1));
+        let good = if refuse {
+            got.is_err()
+        } else {
+            match case["expected"].as_str() {
+                Some(expected) => {
+                    let want: Value = serde_json::from_str(expected)
+                        .unwrap_or_else(|e| panic!("case {}: expected is not JSON: {e}", n + 1));
+                    got.as_ref().is_ok_and(|v| *v == want)
+                }
+                None => got.is_ok(),
+            }
+        };
+        if good {
+            agreed += 1;
+        } else {
+            disagreements.push(format!(
+                "line {} [{}] input {input:?}: expected {}, got {got:?}",
+                n + 1,
+                case["test"].as_str().unwrap_or_default(),
+                if refuse {
+                    "a refusal".to_string()
+                } else {
+                    case["expected"].to_string()
+                }
+            ));
+        }
+    }
+    let rate = agreed as f64 / total.max(1) as f64;
+    println!(
+        "jsonrepair corpus: {agreed}/{total} cases agree ({:.1}%)",
+        rate * 100.0
+    );
+    for d in &disagreements {
+        println!("  disagrees: {d}");
+    }
+    assert!(total > 0, "the corpus is empty");
+    assert!(
+        rate >= FLOOR,
+        "agreement {agreed}/{total} fell below the floor of {:.1}%",
+        FLOOR * 100.0
+    );
+}
+
+/// JSON-ish text: the characters models break JSON with, in any order.
+fn jsonish() -> impl Strategy<Value = String> {
+    let atoms = prop::sample::select(vec![
+        "{",
+        "}",
+        "[",
+        "]",
+        ":",
+        ",",
+        "\"",
+        "'",
+        "`",
+        "\\",
+        "\\\n",
+        "/*",
+        "*/",
+        "//",
+        "\n",
+        " ",
+        "a",
+        "key",
+        "0",
+        "-",
+        ".",
+        "e",
+        "05",
+        "1.5e3",
+        "true",
+        "None",
+        "NaN",
+        "null",
+        "```json",
+        "```",
+        "callback(",
+        ")",
+        "ObjectId(",
+        "\"x\"",
+        "\u{201c}",
+        "\u{201d}",
+        "é",
+        "+",
+        "...",
+        "\u{0}",
+    ]);
+    prop::collection::vec(atoms, 0..64).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn garbage_never_panics(text in any::<String>()) {
+        let _ = parse_arguments(&Value::String(text), &Limits::default());
+    }
+
+    #[test]
+    fn jsonish_text_never_panics(text in jsonish()) {
+        let _ = parse_arguments(&Value::String(text.clone()), &Limits::default());
+        let _ = repair_json(&text);
+    }
+
+    #[test]
+    fn truncated_json_never_panics_and_never_runs_cut_strings(
+        value in any_json(),
+        cut in 0.0f64..1.0,
+    ) {
+        let full = serde_json::to_string(&value).unwrap();
+        let mut at = ((full.len() as f64) * cut) as usize;
+        while !full.is_char_boundary(at) {
+            at -= 1;
+        }
+        let prefix = &full[..at];
+        let parsed = parse_arguments(&Value::String(prefix.to_string()), &Limits::default());
+        // A prefix that stops inside a string must never be accepted as arguments.
+        if ends_inside_string(prefix) {
+            let code = parsed.as_ref().err().map(|e| e.code);
+            prop_assert_eq!(code, Some(ErrorCode::IncompleteArguments), "{:?} was accepted", prefix);
+        }
+    }
+}
+
+/// Whether serializer output cut here stops inside a string literal.
+fn ends_inside_string(prefix: &str) -> bool {
+    let (mut inside, mut escaped) = (false, false);
+    for c in prefix.chars() {
+        match (inside, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (_, false, '"') => inside = !inside,
+            _ => {}
+        }
+    }
+    inside
+}
+
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| Value::from(n)),
+        "[a-z \"\\\\é]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z]{1,6}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
