@@ -20,6 +20,7 @@
 //! # fn tokio_test_block<F: std::future::Future>(f: F) { tokio::runtime::Runtime::new().unwrap().block_on(f); }
 //! ```
 
+pub mod agent;
 pub mod arguments;
 pub mod call;
 pub mod caller;
@@ -33,9 +34,11 @@ pub mod import;
 pub mod output;
 pub mod plan;
 pub mod policy;
+pub mod providers;
 pub mod registry;
 pub mod schema;
 pub mod spec;
+pub mod stream;
 pub mod tool;
 
 pub use arguments::Limits;

@@ -1,0 +1,337 @@
+//! Built-in HTTP model clients (feature `http`, on by default): OpenAI-compatible Chat
+//! Completions (OpenAI, Ollama, vLLM, llama.cpp's server, ...) and Anthropic Messages.
+//!
+//! One [`HttpModel`] serves both through their [`ProviderFormat`]: requests are streamed
+//! (server-sent events parsed as they arrive and forwarded as [`StreamEvent`]s) or not;
+//! 429 and 5xx answers and connection failures are retried with exponential backoff and
+//! jitter, honouring `retry-after-ms` / `Retry-After`; every request has a connect timeout
+//! and an overall timeout; the API key is read from the environment at each request unless
+//! given. Retries stop once a stream has started: its events were already delivered.
+//!
+//! [`StreamEvent`]: crate::stream::StreamEvent
+
+use super::model::{ModelClient, ModelError, ModelErrorKind, StreamSender};
+use crate::handler::BoxFuture;
+use crate::providers::{Anthropic, ModelRequest, ModelTurn, OpenAiChat, Provider, ProviderFormat};
+use crate::stream::StreamParser;
+use futures::StreamExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How an [`HttpModel`] reaches its endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// The API's base URL (`https://api.openai.com/v1`, `http://localhost:11434/v1`).
+    pub base_url: String,
+    /// The API key; when `None`, read from `api_key_env` at each request.
+    pub api_key: Option<String>,
+    /// The environment variable holding the key (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`).
+    pub api_key_env: Option<String>,
+    /// Time allowed for one request, streaming included.
+    pub timeout: Duration,
+    /// Time allowed to connect.
+    pub connect_timeout: Duration,
+    /// Retries after the first attempt, for 429, 5xx and connection failures.
+    pub max_retries: u32,
+    /// First backoff; doubles each retry.
+    pub initial_backoff: Duration,
+    /// Longest backoff (and longest `Retry-After` honoured).
+    pub max_backoff: Duration,
+    /// Ask for a server-sent-event stream.
+    pub stream: bool,
+    /// Extra headers on every request.
+    pub headers: Vec<(String, String)>,
+}
+
+impl HttpOptions {
+    fn new(base_url: &str, env: &str) -> Self {
+        HttpOptions {
+            base_url: base_url.to_string(),
+            api_key: None,
+            api_key_env: Some(env.to_string()),
+            timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(10),
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(20),
+            stream: true,
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// A model behind an HTTP API.
+pub struct HttpModel {
+    model: String,
+    format: Arc<dyn ProviderFormat>,
+    strict: bool,
+    path: &'static str,
+    options: HttpOptions,
+    client: reqwest::Client,
+}
+
+impl HttpModel {
+    /// A Chat Completions model at OpenAI, key from `OPENAI_API_KEY`. Point it at any
+    /// compatible server with [`HttpModel::base_url`].
+    pub fn openai_compatible(model: impl Into<String>) -> Self {
+        HttpModel::build(
+            model,
+            Arc::new(OpenAiChat::default()),
+            "/chat/completions",
+            HttpOptions::new("https://api.openai.com/v1", "OPENAI_API_KEY"),
+        )
+    }
+
+    /// An Anthropic Messages model, key from `ANTHROPIC_API_KEY`.
+    pub fn anthropic(model: impl Into<String>) -> Self {
+        let mut options = HttpOptions::new("https://api.anthropic.com", "ANTHROPIC_API_KEY");
+        options
+            .headers
+            .push(("anthropic-version".into(), "2023-06-01".into()));
+        HttpModel::build(
+            model,
+            Arc::new(Anthropic::default()),
+            "/v1/messages",
+            options,
+        )
+    }
+
+    fn build(
+        model: impl Into<String>,
+        format: Arc<dyn ProviderFormat>,
+        path: &'static str,
+        options: HttpOptions,
+    ) -> Self {
+        let mut m = HttpModel {
+            model: model.into(),
+            format,
+            strict: false,
+            path,
+            client: reqwest::Client::new(),
+            options,
+        };
+        m.rebuild_client();
+        m
+    }
+
+    fn rebuild_client(&mut self) {
+        // Building fails only when the TLS backend cannot start; keep the default client then.
+        if let Ok(c) = reqwest::Client::builder()
+            .connect_timeout(self.options.connect_timeout)
+            .timeout(self.options.timeout)
+            .build()
+        {
+            self.client = c;
+        }
+    }
+
+    /// Sets the base URL.
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.options.base_url = url.into().trim_end_matches('/').to_string();
+        self
+    }
+
+    /// Sets the API key instead of reading the environment.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.options.api_key = Some(key.into());
+        self
+    }
+
+    /// Reads the API key from this environment variable.
+    pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
+        self.options.api_key_env = Some(var.into());
+        self
+    }
+
+    /// Replaces every option at once.
+    pub fn options(mut self, options: HttpOptions) -> Self {
+        self.options = options;
+        self.rebuild_client();
+        self
+    }
+
+    /// Sets the timeouts: overall per request, and to connect.
+    pub fn timeouts(mut self, request: Duration, connect: Duration) -> Self {
+        self.options.timeout = request;
+        self.options.connect_timeout = connect;
+        self.rebuild_client();
+        self
+    }
+
+    /// Sets retries and backoff.
+    pub fn retries(mut self, max_retries: u32, initial: Duration, max: Duration) -> Self {
+        self.options.max_retries = max_retries;
+        self.options.initial_backoff = initial;
+        self.options.max_backoff = max;
+        self
+    }
+
+    /// Streams (default) or not.
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.options.stream = stream;
+        self
+    }
+
+    /// Offers tools in OpenAI strict mode and removes the nulls strict mode makes the model
+    /// send for optional fields (Chat Completions only).
+    pub fn strict(mut self) -> Self {
+        if self.format.provider() == Provider::OpenAiChat {
+            self.format = Arc::new(OpenAiChat::strict());
+            self.strict = true;
+        }
+        self
+    }
+
+    fn key(&self) -> Option<String> {
+        self.options.api_key.clone().or_else(|| {
+            self.options
+                .api_key_env
+                .as_ref()
+                .and_then(|v| std::env::var(v).ok())
+                .filter(|k| !k.is_empty())
+        })
+    }
+}
+
+/// The backoff before retry `attempt` (1 for the first retry): exponential, ±25% jitter,
+/// or what the server asked for.
+pub fn backoff(options: &HttpOptions, attempt: u32, retry_after_ms: Option<u64>) -> Duration {
+    if let Some(ms) = retry_after_ms {
+        return Duration::from_millis(ms).min(options.max_backoff);
+    }
+    let base = options
+        .initial_backoff
+        .saturating_mul(1u32 << (attempt.saturating_sub(1)).min(16))
+        .min(options.max_backoff);
+    let jitter = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(attempt);
+        (h.finish() % 500) as f64 / 1000.0 + 0.75
+    };
+    base.mul_f64(jitter).min(options.max_backoff)
+}
+
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        return Some(ms.max(0.0) as u64);
+    }
+    get("retry-after")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|s| (s.max(0.0) * 1000.0) as u64)
+}
+
+fn transport_error(e: &reqwest::Error) -> ModelError {
+    let kind = if e.is_timeout() {
+        ModelErrorKind::Timeout
+    } else {
+        ModelErrorKind::Network
+    };
+    ModelError::new(kind, e.to_string())
+}
+
+impl ModelClient for HttpModel {
+    fn name(&self) -> String {
+        let p = match self.format.provider() {
+            Provider::Anthropic => "anthropic",
+            _ => "openai",
+        };
+        format!("{p}:{}", self.model)
+    }
+
+    fn respond(
+        &self,
+        mut request: ModelRequest,
+        events: Option<StreamSender>,
+    ) -> BoxFuture<Result<ModelTurn, ModelError>> {
+        if request.model.is_empty() {
+            request.model = self.model.clone();
+        }
+        request.stream = self.options.stream;
+        let body = serde_json::to_vec(&self.format.request(&request)).unwrap_or_default();
+        let url = format!("{}{}", self.options.base_url, self.path);
+        let provider = self.format.provider();
+        let format = self.format.clone();
+        let options = self.options.clone();
+        let client = self.client.clone();
+        let key = self.key();
+        let strict = self.strict;
+        Box::pin(async move {
+            let mut attempt = 0u32;
+            let response = loop {
+                let mut req = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body.clone());
+                if let Some(key) = &key {
+                    req = match provider {
+                        Provider::Anthropic => req.header("x-api-key", key),
+                        _ => req.header("authorization", format!("Bearer {key}")),
+                    };
+                }
+                for (k, v) in &options.headers {
+                    req = req.header(k, v);
+                }
+                let failure = match req.send().await {
+                    Ok(r) if r.status().is_success() => break r,
+                    Ok(r) => {
+                        let status = r.status().as_u16();
+                        let after = retry_after(r.headers());
+                        let text = r.text().await.unwrap_or_default();
+                        let mut e = ModelError::from_status(status, &text);
+                        e.retry_after_ms = after;
+                        e
+                    }
+                    Err(e) => transport_error(&e),
+                };
+                attempt += 1;
+                if !failure.retryable() || attempt > options.max_retries {
+                    return Err(failure);
+                }
+                let wait = backoff(&options, attempt, failure.retry_after_ms);
+                tracing::info!(attempt, ?wait, error = %failure, "retrying the model request");
+                tokio::time::sleep(wait).await;
+            };
+            let mut turn = if options.stream {
+                let mut parser = StreamParser::new(provider);
+                let mut body = response.bytes_stream();
+                while let Some(chunk) = body.next().await {
+                    let chunk = chunk.map_err(|e| transport_error(&e))?;
+                    let evs = parser
+                        .push(&chunk)
+                        .map_err(|e| ModelError::new(ModelErrorKind::BadResponse, e.to_string()))?;
+                    if let Some(tx) = &events {
+                        for e in evs {
+                            let _ = tx.send(e);
+                        }
+                    }
+                }
+                let (evs, turn) = parser
+                    .finish()
+                    .map_err(|e| ModelError::new(ModelErrorKind::BadResponse, e.to_string()))?;
+                if let Some(tx) = &events {
+                    for e in evs {
+                        let _ = tx.send(e);
+                    }
+                }
+                turn
+            } else {
+                let bytes = response.bytes().await.map_err(|e| transport_error(&e))?;
+                let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    ModelError::new(
+                        ModelErrorKind::BadResponse,
+                        format!("the response is not JSON: {e}"),
+                    )
+                })?;
+                format
+                    .parse_response(&value)
+                    .map_err(|e| ModelError::new(ModelErrorKind::BadResponse, e.to_string()))?
+            };
+            if strict {
+                turn.drop_strict_nulls(&request.tools);
+            }
+            Ok(turn)
+        })
+    }
+}
