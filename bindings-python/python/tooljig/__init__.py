@@ -1,0 +1,71 @@
+"""tooljig: run the tool calls language models propose, safely, in parallel, with Rust
+orchestrating and handlers written in Python.
+
+>>> import tooljig
+>>> engine = tooljig.Engine()
+>>> @engine.tool
+... def greet(name: str) -> str:
+...     '''Greets someone.
+...
+...     Args:
+...         name: Who to greet.
+...     '''
+...     return f"hello {name}"
+>>> engine.run_sync([{"tool": "greet", "arguments": {"name": "Ada"}}])[0].envelope
+{'ok': True, 'data': 'hello Ada'}
+"""
+
+from __future__ import annotations
+
+import atexit
+
+from tooljig import _native
+from tooljig._native import BatchResult, CallResult, Caller, Event, ToolContext
+from tooljig.calls import Call
+from tooljig.codes import ErrorCode
+from tooljig.engine import Engine, EventStream
+from tooljig.errors import (
+    DuplicateToolError,
+    InvalidInputError,
+    InvalidPolicyError,
+    InvalidSchemaError,
+    InvalidToolNameError,
+    Needs,
+    RegistrationError,
+    ShutdownError,
+    ToolError,
+    TooljigError,
+    UnsupportedTypeError,
+)
+from tooljig.policy import Retry
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "BatchResult",
+    "Call",
+    "CallResult",
+    "Caller",
+    "DuplicateToolError",
+    "Engine",
+    "ErrorCode",
+    "Event",
+    "EventStream",
+    "InvalidInputError",
+    "InvalidPolicyError",
+    "InvalidSchemaError",
+    "InvalidToolNameError",
+    "Needs",
+    "RegistrationError",
+    "Retry",
+    "ShutdownError",
+    "ToolContext",
+    "ToolError",
+    "TooljigError",
+    "UnsupportedTypeError",
+    "__version__",
+]
+
+# Runs before the interpreter finalizes: cancels running batches and waits until no worker
+# thread is inside Python (Python 3.11 aborts if one returns to Python during finalization).
+atexit.register(_native.shutdown)

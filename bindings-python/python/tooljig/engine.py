@@ -1,0 +1,344 @@
+"""``tooljig.Engine``: register tools written in Python, run the calls models propose.
+
+The engine is the core's (``tooljig._native.Engine``); this module adds what is Python's own:
+the decorator that reads a function's type hints, ``await``/blocking/streaming ways to run a
+batch, and keyword arguments for policies and options.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, overload
+
+from tooljig import _native
+from tooljig._native import BatchResult, Caller, Event
+from tooljig.calls import Call
+from tooljig.policy import Retry
+from tooljig.schema import from_function, invoker_for_schema, is_async_callable, output_schema_of
+
+__all__ = ["Engine", "EventStream"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+CallerLike = Caller | Mapping[str, Any] | None
+
+# `timeout_ms=None` means "no timeout", so "not given" needs its own marker.
+_DEFAULT: Any = object()
+
+
+class Engine:
+    """Runs tool calls: parsed, repaired, validated, run in dependency order and in parallel,
+    each ending as an envelope.
+
+    >>> engine = Engine()
+    >>> @engine.tool(timeout_ms=5000)
+    ... def add(a: int, b: int) -> int:
+    ...     '''Adds two numbers.'''
+    ...     return a + b
+    >>> engine.run_sync([{"id": "1", "tool": "add", "arguments": '{"a": 1, "b": 2,}'}])[0].envelope
+    {'ok': True, 'data': 3}
+
+    ``limits`` sets argument limits (``max_argument_bytes``, ``max_depth``);
+    ``schema_resources`` maps URIs to schema documents that ``$ref`` may name (nothing is
+    fetched over the network).
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: Mapping[str, int] | None = None,
+        schema_resources: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._native = _native.Engine(
+            limits=dict(limits) if limits is not None else None,
+            schema_resources=dict(schema_resources) if schema_resources is not None else None,
+        )
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        output_schema: Mapping[str, Any] | type | None = None,
+        timeout_ms: int | None = _DEFAULT,
+        retry: Retry | Mapping[str, Any] | None = None,
+        after: Iterable[str] | None = None,
+        max_output_bytes: int | None = None,
+        on_output_too_large: str | None = None,
+        **policy: Any,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        output_schema: Mapping[str, Any] | type | None = None,
+        timeout_ms: int | None = _DEFAULT,
+        retry: Retry | Mapping[str, Any] | None = None,
+        after: Iterable[str] | None = None,
+        max_output_bytes: int | None = None,
+        on_output_too_large: str | None = None,
+        **policy: Any,
+    ) -> F | Callable[[F], F]:
+        """Registers a typed function as a tool; use bare (``@engine.tool``) or with options.
+
+        The input schema comes from the type hints, the descriptions from the docstring; a
+        parameter annotated ``ToolContext`` is injected. Policy is keyword arguments:
+        ``timeout_ms`` (per attempt; default 30 s, ``None`` for none), ``retry``, ``after`` (tool names this one runs after in a batch),
+        ``max_output_bytes``, ``on_output_too_large`` (``"truncate"`` or ``"error"``), and
+        any other policy field the core knows. The function is returned unchanged.
+        """
+        options = _policy(timeout_ms, retry, after, max_output_bytes, on_output_too_large, policy)
+
+        def register(f: F) -> F:
+            tool = from_function(f, name=name, description=description)
+            self._register(
+                tool.name,
+                tool.description,
+                tool.input_schema,
+                tool.invoke,
+                tool.is_async,
+                output_schema,
+                options,
+            )
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def register(
+        self,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, Any],
+        handler: Callable[..., Any] | None,
+        *,
+        output_schema: Mapping[str, Any] | type | None = None,
+        **policy: Any,
+    ) -> None:
+        """Registers a tool with a raw JSON Schema (draft 2020-12 or draft 7).
+
+        ``handler(arguments)`` or ``handler(arguments, ctx)`` receives the validated
+        arguments dict; it may be ``def`` or ``async def``. ``handler=None`` registers a
+        client-side tool: its calls end as ``pending_external``. Policy as for :meth:`tool`.
+        """
+        retry = policy.pop("retry", None)
+        options = _policy(_DEFAULT, retry, None, None, None, policy)
+        invoke = invoker_for_schema(handler) if handler is not None else None
+        is_async = handler is not None and is_async_callable(handler)
+        self._register(
+            name, description, dict(input_schema), invoke, is_async, output_schema, options
+        )
+
+    def _register(
+        self,
+        name: str,
+        description: str,
+        input_schema: dict[str, Any],
+        invoke: Callable[..., Any] | None,
+        is_async: bool,
+        output_schema: Mapping[str, Any] | type | None,
+        policy: dict[str, Any],
+    ) -> None:
+        spec: dict[str, Any] = {
+            "name": name,
+            "description": description,
+            "input_schema": input_schema,
+            "policy": policy,
+        }
+        out = output_schema_of(output_schema)
+        if out is not None:
+            spec["output_schema"] = out
+        self._native.register(spec, invoke, is_async)
+
+    def specs(self) -> list[dict[str, Any]]:
+        """Provider-neutral specs of every tool, in registration order: ``name``,
+        ``description``, ``input_schema``, ``output_schema`` (when set) and ``policy``."""
+        specs: list[dict[str, Any]] = self._native.specs()
+        return specs
+
+    async def run(
+        self,
+        calls: Iterable[Call | Mapping[str, Any]],
+        *,
+        caller: CallerLike = None,
+        concurrency: int | None = None,
+        deadline_ms: int | None = None,
+        max_calls: int | None = None,
+        **options: Any,
+    ) -> BatchResult:
+        """Runs a batch and returns one result per call, in call order. Never raises for a
+        call: every refusal and failure is an envelope.
+
+        Async handlers run on this event loop, sync ones on worker threads. Cancelling the
+        awaiting task (``asyncio.wait_for``, Ctrl-C under ``asyncio.run``) cancels the batch:
+        running async handlers get ``CancelledError``.
+        """
+        batch = self._start(calls, caller, concurrency, deadline_ms, max_calls, options, False)
+        result: BatchResult = await batch.result
+        return result
+
+    def run_sync(
+        self,
+        calls: Iterable[Call | Mapping[str, Any]],
+        *,
+        caller: CallerLike = None,
+        concurrency: int | None = None,
+        deadline_ms: int | None = None,
+        max_calls: int | None = None,
+        **options: Any,
+    ) -> BatchResult:
+        """:meth:`run` for code without an event loop (scripts, Flask, Django views).
+
+        Runs the batch on a fresh event loop (async handlers run there); Ctrl-C cancels the
+        batch and raises ``KeyboardInterrupt``. Inside a running loop, ``await run(...)``.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                "run_sync() blocks, so it cannot be called from a running event loop; "
+                "use `await engine.run(...)` there"
+            )
+        return asyncio.run(
+            self.run(
+                calls,
+                caller=caller,
+                concurrency=concurrency,
+                deadline_ms=deadline_ms,
+                max_calls=max_calls,
+                **options,
+            )
+        )
+
+    def stream(
+        self,
+        calls: Iterable[Call | Mapping[str, Any]],
+        *,
+        caller: CallerLike = None,
+        concurrency: int | None = None,
+        deadline_ms: int | None = None,
+        max_calls: int | None = None,
+        **options: Any,
+    ) -> EventStream:
+        """Runs a batch and yields its events as they happen::
+
+            async for event in engine.stream(calls):
+                if event.type == "call_finished":
+                    print(event.result.envelope)
+
+        The batch starts with the iteration; leaving the loop early (or ``aclose()``)
+        cancels it. After the last event, ``stream.result`` is the :class:`BatchResult`.
+        """
+        return EventStream(
+            lambda: self._start(calls, caller, concurrency, deadline_ms, max_calls, options, True)
+        )
+
+    def _start(
+        self,
+        calls: Iterable[Call | Mapping[str, Any]],
+        caller: CallerLike,
+        concurrency: int | None,
+        deadline_ms: int | None,
+        max_calls: int | None,
+        options: dict[str, Any],
+        events: bool,
+    ) -> _native.Batch:
+        given = {"concurrency": concurrency, "deadline_ms": deadline_ms, "max_calls": max_calls}
+        opts = {k: v for k, v in given.items() if v is not None}
+        opts.update(options)
+        return self._native.start(list(calls), caller, opts, events)
+
+
+class EventStream:
+    """The events of one batch, as an async iterator (see :meth:`Engine.stream`)."""
+
+    def __init__(self, start: Callable[[], _native.Batch]) -> None:
+        self._start: Callable[[], _native.Batch] | None = start
+        self._batch: _native.Batch | None = None
+        self._buffer: deque[Event] = deque()
+        self._finished = False
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._batch is None and self._start is not None:
+            self._batch, self._start = self._start(), None
+        while not self._buffer:
+            if self._finished or self._batch is None:
+                raise StopAsyncIteration
+            try:
+                events = await self._batch.next_events()
+            except BaseException:
+                self._batch.cancel()
+                raise
+            if not events:
+                self._finished = True
+            self._buffer.extend(events)
+        return self._buffer.popleft()
+
+    async def aclose(self) -> None:
+        """Stops listening; a batch still running is cancelled."""
+        self._start = None
+        if self._batch is not None and not self._finished:
+            self._batch.cancel()
+        self._finished = True
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        # Leaving an `async for` early drops the stream: the batch should not run on.
+        batch = getattr(self, "_batch", None)
+        if batch is not None and not getattr(self, "_finished", True):
+            batch.cancel()
+
+    @property
+    def result(self) -> BatchResult:
+        """The batch's results, once every event was read."""
+        if self._batch is None or not self._finished:
+            raise RuntimeError("the stream is not finished yet")
+        result: BatchResult = self._batch.result.result()
+        return result
+
+
+def _policy(
+    timeout_ms: Any,
+    retry: Retry | Mapping[str, Any] | None,
+    after: Iterable[str] | None,
+    max_output_bytes: int | None,
+    on_output_too_large: str | None,
+    rest: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The policy dict the core deserializes; unset keywords keep the core's defaults."""
+    policy: dict[str, Any] = {}
+    if timeout_ms is not _DEFAULT:
+        policy["timeout_ms"] = timeout_ms
+    if retry is not None:
+        policy["retry"] = retry.to_dict() if isinstance(retry, Retry) else dict(retry)
+    if after is not None:
+        if isinstance(after, str):
+            after = [after]
+        policy["after"] = list(after)
+    if max_output_bytes is not None:
+        policy["max_output_bytes"] = max_output_bytes
+    if on_output_too_large is not None:
+        policy["on_output_too_large"] = on_output_too_large
+    policy.update(rest)
+    return policy

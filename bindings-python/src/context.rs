@@ -1,0 +1,61 @@
+//! `tooljig.ToolContext`: what a handler knows about the call it runs.
+
+use crate::caller::PyCaller;
+use pyo3::prelude::*;
+use tooljig::ToolContext;
+
+/// What a handler knows about the call it runs. A handler gets it by declaring a parameter
+/// annotated `ToolContext`; that parameter is left out of the tool's schema.
+#[pyclass(name = "ToolContext", module = "tooljig", frozen)]
+pub struct PyToolContext {
+    inner: ToolContext,
+}
+
+impl PyToolContext {
+    /// Wraps the core's context of one attempt.
+    pub fn new(inner: ToolContext) -> Self {
+        PyToolContext { inner }
+    }
+}
+
+#[pymethods]
+impl PyToolContext {
+    /// The call's id in its batch.
+    #[getter]
+    fn call_id(&self) -> &str {
+        &self.inner.call_id
+    }
+
+    /// The tool's registered name.
+    #[getter]
+    fn tool(&self) -> &str {
+        &self.inner.tool
+    }
+
+    /// 1 for the first attempt, 2 for the first retry, ...
+    #[getter]
+    fn attempt(&self) -> u32 {
+        self.inner.attempt
+    }
+
+    /// Who the batch runs for.
+    #[getter]
+    fn caller(&self) -> PyCaller {
+        PyCaller::new(self.inner.caller.clone())
+    }
+
+    /// Whether this attempt timed out or its batch was cancelled. Async handlers are
+    /// cancelled for real (their task gets `CancelledError`); a sync handler cannot be
+    /// interrupted, so a long one should check this and return early.
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ToolContext(call_id={:?}, tool={:?}, attempt={})",
+            &*self.inner.call_id, &*self.inner.tool, self.inner.attempt
+        )
+    }
+}

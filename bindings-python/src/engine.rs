@@ -1,0 +1,174 @@
+//! `Engine`: the core engine, with tools whose handlers are Python callables.
+
+use crate::batch::{CancelOnCancelled, PyBatch};
+use crate::caller::PyCaller;
+use crate::convert;
+use crate::error::{self, IntoPyErr};
+use crate::handler::{Kind, PyHandler};
+use crate::host::{BatchHost, Msg};
+use crate::runtime;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3_async_runtimes::TaskLocals;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tooljig::{BatchOptions, Call, Engine, Limits, Policy, SchemaResources, Tool, ToolSpec};
+
+/// The native engine. The package's `tooljig.Engine` wraps it with the decorator, `run`,
+/// `run_sync` and `stream`.
+#[pyclass(name = "Engine", module = "tooljig._native", frozen)]
+pub struct PyEngine {
+    inner: Arc<Engine>,
+}
+
+#[pymethods]
+impl PyEngine {
+    /// An engine. `limits` sets the argument limits (`max_argument_bytes`, `max_depth`);
+    /// `schema_resources` maps URIs to schema documents that `$ref`s may name (nothing is
+    /// fetched over the network).
+    #[new]
+    #[pyo3(signature = (*, limits = None, schema_resources = None))]
+    fn new(
+        py: Python<'_>,
+        limits: Option<&Bound<'_, PyAny>>,
+        schema_resources: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let mut engine = match schema_resources {
+            Some(r) => {
+                let map: HashMap<String, Value> = convert::from_py_as(r)
+                    .map_err(|e| error::invalid_input(py, "schema_resources", e))?;
+                Engine::with_schema_resources(SchemaResources::new(map))
+            }
+            None => Engine::new(),
+        };
+        if let Some(limits) = limits.filter(|l| !l.is_none()) {
+            engine = engine.limits(read_limits(py, limits)?);
+        }
+        Ok(PyEngine {
+            inner: Arc::new(engine),
+        })
+    }
+
+    /// Registers a tool from its spec (a dict as `specs()` exports it) and an invoker
+    /// `invoke(arguments, ctx)`; without an invoker the tool is client-side.
+    #[pyo3(signature = (spec, invoke, is_async))]
+    fn register(
+        &self,
+        py: Python<'_>,
+        spec: &Bound<'_, PyAny>,
+        invoke: Option<Py<PyAny>>,
+        is_async: bool,
+    ) -> PyResult<()> {
+        let value = convert::from_py(spec)
+            .map_err(|e| error::invalid_spec(py, format!("the tool spec is not JSON: {e}")))?;
+        let name = value
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(policy) = value.get("policy") {
+            serde_json::from_value::<Policy>(policy.clone()).map_err(|e| {
+                error::invalid_policy(py, format!("tool {name:?}: invalid policy: {e}"))
+            })?;
+        }
+        let spec: ToolSpec = serde_json::from_value(value)
+            .map_err(|e| error::invalid_spec(py, format!("invalid spec of tool {name:?}: {e}")))?;
+        let tool = match invoke {
+            Some(f) => {
+                let kind = if is_async { Kind::Async } else { Kind::Sync };
+                Tool::new(spec, Arc::new(PyHandler::new(f, kind)))
+            }
+            None => Tool::external(spec),
+        };
+        self.inner.register(tool).map_err(|e| e.into_py_err(py))
+    }
+
+    /// Provider-neutral specs of every tool, in registration order, as dicts.
+    fn specs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let specs = serde_json::to_value(self.inner.specs()).unwrap_or(Value::Null);
+        convert::to_py(py, &specs)
+    }
+
+    /// Starts a batch on the running event loop and returns its handle. `calls` is a list of
+    /// call dicts, `caller` a `Caller` or a dict, `options` a dict of batch options.
+    #[pyo3(signature = (calls, caller = None, options = None, events = false))]
+    fn start(
+        &self,
+        py: Python<'_>,
+        calls: &Bound<'_, PyAny>,
+        caller: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+        events: bool,
+    ) -> PyResult<PyBatch> {
+        let calls: Vec<Call> =
+            convert::from_py_as(calls).map_err(|e| error::invalid_input(py, "calls", e))?;
+        let caller = PyCaller::extract_from(caller)?;
+        let mut options: BatchOptions = match options {
+            Some(d) => {
+                convert::from_py_as(d).map_err(|e| error::invalid_input(py, "options", e))?
+            }
+            None => BatchOptions::default(),
+        };
+        let locals = TaskLocals::with_running_loop(py)
+            .map_err(|_| {
+                PyRuntimeError::new_err(
+                    "a batch starts on a running event loop: `await engine.run(...)` in async \
+                     code, `engine.run_sync(...)` elsewhere",
+                )
+            })?
+            .copy_context(py)?;
+        let (handle, cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
+        let future = locals.event_loop(py).call_method0("create_future")?;
+        future.call_method1("add_done_callback", (CancelOnCancelled(cancel.clone()),))?;
+        let host = BatchHost::start(py, locals, future.clone(), events)?;
+        options.cancel = Some(cancel.clone());
+        options.host = Some(host.clone());
+        let engine = self.inner.clone();
+        let poster = host.clone();
+        if events {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            options.events = Some(tx);
+            handle.spawn(async move {
+                let run = engine.run(calls, caller, options);
+                tokio::pin!(run);
+                let out = loop {
+                    tokio::select! {
+                        biased;
+                        Some(event) = rx.recv() => poster.post(Msg::Event(event)),
+                        out = &mut run => break out,
+                    }
+                };
+                // Everything the batch emitted is in the channel by now.
+                while let Ok(event) = rx.try_recv() {
+                    poster.post(Msg::Event(event));
+                }
+                poster.post(Msg::Done(out));
+            });
+        } else {
+            handle.spawn(async move {
+                let out = engine.run(calls, caller, options).await;
+                poster.post(Msg::Done(out));
+            });
+        }
+        Ok(PyBatch::new(host, cancel, future.unbind()))
+    }
+}
+
+/// Reads `limits` (a dict), refusing keys the core's `Limits` does not have.
+fn read_limits(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Limits> {
+    let value = convert::from_py(obj).map_err(|e| error::invalid_input(py, "limits", e.to_string()))?;
+    let known = serde_json::to_value(Limits::default()).unwrap_or(Value::Null);
+    if let (Some(given), Some(known)) = (value.as_object(), known.as_object()) {
+        if let Some(bad) = given.keys().find(|k| !known.contains_key(*k)) {
+            let names: Vec<&String> = known.keys().collect();
+            return Err(error::invalid_input(
+                py,
+                "limits",
+                format!("unknown field `{bad}`, expected one of {names:?}"),
+            ));
+        }
+    }
+    serde_json::from_value(value).map_err(|e| error::invalid_input(py, "limits", e.to_string()))
+}

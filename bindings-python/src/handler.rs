@@ -1,0 +1,153 @@
+//! `PyHandler`: the core's `Handler` seam implemented over a Python callable.
+//!
+//! The callable is the package's invoker, `invoke(arguments: dict, ctx: ToolContext)`, built
+//! at registration around the user's function. Whether it is `async def` is known then too:
+//!
+//! - async: the call is posted to the batch's event loop (the caller's), which starts it as
+//!   a task there; dropping the future (timeout, cancelled batch) cancels that task;
+//! - sync: the call runs on a worker thread (`workers.rs`), so the loop stays responsive;
+//!   it cannot be interrupted, but `ctx.cancelled` tells it to stop. If it returns an
+//!   awaitable anyway, that is awaited on the loop like an async handler.
+//!
+//! Either way the handler runs in a copy of the caller's `contextvars` context.
+
+use crate::context::PyToolContext;
+use crate::convert;
+use crate::host::{AbandonGuard, Awaitable, BatchHost, Msg, Start, TaskSlot};
+use crate::outcome;
+use crate::workers;
+use pyo3::exceptions::PyKeyboardInterrupt;
+use pyo3::prelude::*;
+use serde_json::Value;
+use std::sync::Arc;
+use tooljig::{BoxFuture, ErrorCode, Handler, HandlerError, HandlerResult, ToolContext, ToolError};
+
+/// How a Python handler runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `def`: on a worker thread.
+    Sync,
+    /// `async def`: as a task on the caller's event loop.
+    Async,
+}
+
+/// A tool handler written in Python.
+pub struct PyHandler {
+    invoke: Arc<Py<PyAny>>,
+    kind: Kind,
+}
+
+impl PyHandler {
+    /// A handler calling `invoke(arguments, ctx)`.
+    pub fn new(invoke: Py<PyAny>, kind: Kind) -> Self {
+        PyHandler {
+            invoke: Arc::new(invoke),
+            kind,
+        }
+    }
+}
+
+impl Handler for PyHandler {
+    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+        let host = ctx
+            .host
+            .clone()
+            .and_then(|h| h.downcast::<BatchHost>().ok());
+        let Some(host) = host else {
+            return Box::pin(async {
+                Err(HandlerError::unexpected(
+                    "a Python handler was called outside a batch started from Python",
+                ))
+            });
+        };
+        let (slot, rx) = TaskSlot::new();
+        let guard = AbandonGuard::new(slot.clone(), host.clone());
+        match self.kind {
+            Kind::Async => host.post(Msg::Start(Start {
+                what: Awaitable::Call {
+                    invoke: self.invoke.clone(),
+                    args,
+                    ctx,
+                },
+                slot,
+            })),
+            Kind::Sync => {
+                let invoke = self.invoke.clone();
+                let job: workers::Job =
+                    Box::new(move |py| run_sync(py, &invoke, args, ctx, slot, &host));
+                if workers::submit(job).is_err() {
+                    return Box::pin(async {
+                        Err(HandlerError::unexpected(
+                            "the interpreter is shutting down; the handler did not run",
+                        ))
+                    });
+                }
+            }
+        }
+        Box::pin(async move {
+            let outcome = rx.await;
+            drop(guard);
+            outcome.unwrap_or_else(|_| {
+                Err(HandlerError::unexpected(
+                    "the handler was dropped before it reported (the interpreter is exiting)",
+                ))
+            })
+        })
+    }
+}
+
+/// Runs a sync handler on a worker thread, attached.
+fn run_sync(
+    py: Python<'_>,
+    invoke: &Py<PyAny>,
+    args: Value,
+    ctx: ToolContext,
+    slot: Arc<TaskSlot>,
+    host: &Arc<BatchHost>,
+) {
+    if ctx.cancel.is_cancelled() {
+        // Timed out or cancelled while queued: nobody waits for it any more.
+        slot.finish(Err(HandlerError::Tool(ToolError::new(
+            ErrorCode::Cancelled,
+            "the call was cancelled before its handler started",
+        ))));
+        return;
+    }
+    let called = convert::to_py(py, &args).and_then(|args| {
+        let ctx = Py::new(py, PyToolContext::new(ctx))?;
+        host.context(py)
+            .call_method0("copy")?
+            .call_method1("run", (invoke.bind(py), args, ctx))
+    });
+    match called {
+        Ok(value) if is_awaitable(&value) => host.post(Msg::Start(Start {
+            what: Awaitable::Object(value.unbind()),
+            slot,
+        })),
+        Ok(value) => slot.finish(outcome::from_value(&value)),
+        Err(e) => {
+            if e.is_instance_of::<PyKeyboardInterrupt>(py) {
+                // Only the main thread receives Ctrl-C; pass an interrupt raised here on to
+                // it, so the app stops as it would have without tooljig in between.
+                let _ = py
+                    .import("_thread")
+                    .and_then(|t| t.call_method0("interrupt_main"));
+            }
+            slot.finish(Err(outcome::from_error(py, &e)));
+        }
+    }
+}
+
+fn is_awaitable(value: &Bound<'_, PyAny>) -> bool {
+    // Plain JSON types are the common case; skip the attribute lookup for them.
+    if value.is_none()
+        || value.is_instance_of::<pyo3::types::PyDict>()
+        || value.is_instance_of::<pyo3::types::PyList>()
+        || value.is_instance_of::<pyo3::types::PyString>()
+        || value.is_instance_of::<pyo3::types::PyInt>()
+        || value.is_instance_of::<pyo3::types::PyFloat>()
+    {
+        return false;
+    }
+    value.get_type().hasattr("__await__").unwrap_or(false)
+}

@@ -1,0 +1,526 @@
+//! One batch's presence on the event loop of the code that started it.
+//!
+//! Async handlers must run on the caller's loop, and the tokio threads that drive the batch
+//! must never wait for the interpreter (the loop thread may hold it for milliseconds while it
+//! runs coroutines, and attaching during interpreter exit aborts the process). So the tokio
+//! side only *posts* messages — start this handler, cancel that task, here is an event, the
+//! batch is done — into an inbox, and wakes the loop by writing one byte to a socket the loop
+//! watches (`loop.add_reader`). The loop thread drains the inbox in one go and does the
+//! Python work there: one wake-up for many calls, no interpreter lock on tokio threads.
+//!
+//! Loops without `add_reader` (e.g. the Windows proactor loop) are woken with
+//! `loop.call_soon_threadsafe` instead, which attaches briefly from the posting thread.
+//!
+//! Lifetime: the loop's reader holds the host; the host removes its reader once the batch is
+//! done and no handler task of it is still running, so the socket is never closed while the
+//! loop still watches it.
+
+use crate::context::PyToolContext;
+use crate::convert;
+use crate::events::PyEvent;
+use crate::outcome;
+use crate::results::PyBatchResult;
+use pyo3::exceptions::PyNotImplementedError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyList, PyType};
+use pyo3_async_runtimes::TaskLocals;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::oneshot;
+use tooljig::{BatchResult, ErrorCode, Event, HandlerError, HandlerResult, ToolContext};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the tokio side asks the loop thread to do.
+pub enum Msg {
+    /// Start an async handler (or await what a sync handler returned) as a task.
+    Start(Start),
+    /// Cancel the task of a handler whose call timed out or whose batch was cancelled.
+    Cancel(Arc<TaskSlot>),
+    /// An event of the batch, for `Engine.stream`.
+    Event(Event),
+    /// The batch finished.
+    Done(BatchResult),
+}
+
+/// A task to start on the loop.
+pub struct Start {
+    /// What to await.
+    pub what: Awaitable,
+    /// Where its outcome goes.
+    pub slot: Arc<TaskSlot>,
+}
+
+/// What a task awaits.
+pub enum Awaitable {
+    /// `invoke(arguments, ctx)` of an async handler.
+    Call {
+        /// The handler's invoker.
+        invoke: Arc<Py<PyAny>>,
+        /// Validated arguments.
+        args: Value,
+        /// The attempt's context.
+        ctx: ToolContext,
+    },
+    /// An awaitable a sync handler returned.
+    Object(Py<PyAny>),
+}
+
+enum SlotState {
+    Queued,
+    Running(Py<PyAny>),
+    Finished,
+    Abandoned,
+}
+
+/// One handler attempt that runs (or may run) as a task on the loop.
+pub struct TaskSlot {
+    state: Mutex<SlotState>,
+    tx: Mutex<Option<oneshot::Sender<HandlerResult>>>,
+}
+
+impl TaskSlot {
+    /// A slot and the receiver of its outcome.
+    pub fn new() -> (Arc<TaskSlot>, oneshot::Receiver<HandlerResult>) {
+        let (tx, rx) = oneshot::channel();
+        let slot = TaskSlot {
+            state: Mutex::new(SlotState::Queued),
+            tx: Mutex::new(Some(tx)),
+        };
+        (Arc::new(slot), rx)
+    }
+
+    /// Delivers the outcome (once; later calls do nothing).
+    pub fn finish(&self, result: HandlerResult) {
+        *lock(&self.state) = SlotState::Finished;
+        if let Some(tx) = lock(&self.tx).take() {
+            let _ = tx.send(result);
+        }
+    }
+}
+
+/// Held by the future awaiting a slot: when that future is dropped before the outcome came
+/// (a timeout, a cancelled batch), the handler's task is cancelled too.
+pub struct AbandonGuard {
+    slot: Arc<TaskSlot>,
+    host: Arc<BatchHost>,
+}
+
+impl AbandonGuard {
+    /// Guards `slot` of a batch.
+    pub fn new(slot: Arc<TaskSlot>, host: Arc<BatchHost>) -> Self {
+        AbandonGuard { slot, host }
+    }
+}
+
+impl Drop for AbandonGuard {
+    fn drop(&mut self) {
+        let mut state = lock(&self.slot.state);
+        match &*state {
+            SlotState::Queued => *state = SlotState::Abandoned,
+            SlotState::Running(_) => {
+                drop(state);
+                self.host.post(Msg::Cancel(self.slot.clone()));
+            }
+            SlotState::Finished | SlotState::Abandoned => {}
+        }
+    }
+}
+
+/// What only the loop thread touches.
+struct LoopSide {
+    /// The asyncio future `Engine.run` awaits.
+    result: Py<PyAny>,
+    /// `loop.create_task`, bound once.
+    create_task: Py<PyAny>,
+    /// Events not yet taken by `next_events`, when the batch streams them.
+    events: Option<VecDeque<Event>>,
+    /// The future of a pending `next_events`.
+    waiter: Option<Py<PyAny>>,
+    /// Handler tasks started and not finished.
+    inflight: usize,
+    /// Whether `Done` was handled.
+    done: bool,
+    /// Whether the loop still watches our socket.
+    reading: bool,
+}
+
+#[cfg(unix)]
+type Socket = std::os::unix::net::UnixStream;
+
+/// The batch's inbox and its way to wake the loop.
+pub struct BatchHost {
+    locals: TaskLocals,
+    inbox: Mutex<Vec<Msg>>,
+    wake_pending: AtomicBool,
+    /// Woken through `call_soon_threadsafe` because the loop has no `add_reader`.
+    threadsafe: AtomicBool,
+    #[cfg(unix)]
+    socket: Option<(Socket, Socket)>,
+    side: Mutex<LoopSide>,
+}
+
+impl BatchHost {
+    /// A host on the running loop of `locals`, resolving `result` when the batch is done.
+    /// Must be called on the loop's thread.
+    pub fn start(
+        py: Python<'_>,
+        locals: TaskLocals,
+        result: Bound<'_, PyAny>,
+        stream_events: bool,
+    ) -> PyResult<Arc<BatchHost>> {
+        let event_loop = locals.event_loop(py);
+        let create_task = event_loop.getattr("create_task")?.unbind();
+        #[cfg(unix)]
+        let socket = {
+            let (reader, writer) = Socket::pair()?;
+            reader.set_nonblocking(true)?;
+            writer.set_nonblocking(true)?;
+            Some((reader, writer))
+        };
+        let host = Arc::new(BatchHost {
+            locals,
+            inbox: Mutex::new(Vec::new()),
+            wake_pending: AtomicBool::new(false),
+            threadsafe: AtomicBool::new(true),
+            #[cfg(unix)]
+            socket,
+            side: Mutex::new(LoopSide {
+                result: result.unbind(),
+                create_task,
+                events: stream_events.then(VecDeque::new),
+                waiter: None,
+                inflight: 0,
+                done: false,
+                reading: false,
+            }),
+        });
+        host.watch(py, &event_loop)?;
+        Ok(host)
+    }
+
+    #[cfg(unix)]
+    fn watch(self: &Arc<Self>, py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
+        use std::os::fd::AsRawFd;
+        let Some((reader, _)) = &self.socket else {
+            return Ok(());
+        };
+        let drain = Py::new(py, Drain(self.clone()))?;
+        match event_loop.call_method1("add_reader", (reader.as_raw_fd(), drain)) {
+            Ok(_) => {
+                lock(&self.side).reading = true;
+                self.threadsafe.store(false, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) if e.is_instance_of::<PyNotImplementedError>(py) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn watch(self: &Arc<Self>, _py: Python<'_>, _event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
+        Ok(())
+    }
+
+    /// The caller's `contextvars` context, which handlers run in a copy of.
+    pub fn context<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.locals.context(py)
+    }
+
+    /// Queues a message for the loop thread and wakes it if it is not awake already.
+    /// Never attaches to the interpreter, unless the loop has no `add_reader`.
+    pub fn post(self: &Arc<Self>, msg: Msg) {
+        lock(&self.inbox).push(msg);
+        if self.wake_pending.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if !self.threadsafe.load(Ordering::SeqCst) {
+            #[cfg(unix)]
+            if let Some((_, writer)) = &self.socket {
+                use std::io::Write;
+                // A full socket buffer means a wake-up is already pending.
+                let _ = (&*writer).write(&[1]);
+            }
+            return;
+        }
+        if crate::runtime::shutting_down() {
+            return;
+        }
+        let host = self.clone();
+        let _ = Python::try_attach(move |py| -> PyResult<()> {
+            let drain = Py::new(py, Drain(host.clone()))?;
+            host.locals
+                .event_loop(py)
+                .call_method1("call_soon_threadsafe", (drain,))?;
+            Ok(())
+        });
+    }
+
+    /// Handles every queued message. Runs on the loop thread.
+    fn drain(self: &Arc<Self>, py: Python<'_>) {
+        self.wake_pending.store(false, Ordering::SeqCst);
+        #[cfg(unix)]
+        if let Some((reader, _)) = &self.socket {
+            use std::io::Read;
+            let mut buf = [0u8; 256];
+            while matches!((&*reader).read(&mut buf), Ok(n) if n > 0) {}
+        }
+        let messages = std::mem::take(&mut *lock(&self.inbox));
+        for msg in messages {
+            let handled = match msg {
+                Msg::Start(start) => self.start_task(py, start),
+                Msg::Cancel(slot) => cancel_task(py, &slot),
+                Msg::Event(event) => self.push_event(py, event),
+                Msg::Done(out) => self.finish(py, out),
+            };
+            if let Err(e) = handled {
+                // Nothing awaits these errors; report them as asyncio reports a failing callback.
+                e.write_unraisable(py, None);
+            }
+        }
+        self.stop_watching_if_idle(py);
+    }
+
+    fn start_task(self: &Arc<Self>, py: Python<'_>, start: Start) -> PyResult<()> {
+        let Start { what, slot } = start;
+        // Held while starting, so a concurrent abandon waits and then sees `Running`.
+        let mut state = lock(&slot.state);
+        if !matches!(*state, SlotState::Queued) {
+            if let Awaitable::Object(obj) = what {
+                // Nobody waits for it; close a coroutine rather than leave it never awaited.
+                if obj.bind(py).hasattr("close")? {
+                    obj.bind(py).call_method0("close")?;
+                }
+            }
+            return Ok(());
+        }
+        let made = match what {
+            Awaitable::Call { invoke, args, ctx } => convert::to_py(py, &args)
+                .and_then(|args| {
+                    let ctx = Py::new(py, PyToolContext::new(ctx))?;
+                    invoke.bind(py).call1((args, ctx))
+                }),
+            Awaitable::Object(obj) => Ok(obj.into_bound(py)),
+        };
+        let obj = match made {
+            Ok(obj) => obj,
+            Err(e) => {
+                drop(state);
+                slot.finish(Err(outcome::from_error(py, &e)));
+                return Ok(());
+            }
+        };
+        let context = self.locals.context(py);
+        let task = if obj.is_instance(coroutine_type(py)?)? {
+            let create_task = lock(&self.side).create_task.clone_ref(py);
+            context.call_method1("run", (create_task, obj))?
+        } else if obj.hasattr("__await__")? {
+            let ensure = asyncio(py)?.getattr("ensure_future")?;
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item("loop", self.locals.event_loop(py))?;
+            context.call_method("run", (ensure, obj), Some(&kwargs))?
+        } else {
+            // An `async` handler that returned a plain value (e.g. a wrapped callable).
+            drop(state);
+            slot.finish(outcome::from_value(&obj));
+            return Ok(());
+        };
+        task.call_method1(
+            "add_done_callback",
+            (TaskDone {
+                slot: slot.clone(),
+                host: self.clone(),
+            },),
+        )?;
+        *state = SlotState::Running(task.unbind());
+        lock(&self.side).inflight += 1;
+        Ok(())
+    }
+
+    fn push_event(&self, py: Python<'_>, event: Event) -> PyResult<()> {
+        let mut side = lock(&self.side);
+        let Some(queue) = side.events.as_mut() else {
+            return Ok(());
+        };
+        queue.push_back(event);
+        if let Some(waiter) = side.waiter.take() {
+            let events = take_events(py, &mut side)?;
+            drop(side);
+            resolve(py, waiter.bind(py), events.into_any())?;
+        }
+        Ok(())
+    }
+
+    fn finish(&self, py: Python<'_>, out: BatchResult) -> PyResult<()> {
+        let result = Py::new(py, PyBatchResult::new(py, out)?)?;
+        let (future, waiter, events) = {
+            let mut side = lock(&self.side);
+            side.done = true;
+            let waiter = side.waiter.take();
+            let events = match waiter {
+                Some(_) => Some(take_events(py, &mut side)?),
+                None => None,
+            };
+            (side.result.clone_ref(py), waiter, events)
+        };
+        resolve(py, future.bind(py), result.into_bound(py).into_any())?;
+        if let (Some(waiter), Some(events)) = (waiter, events) {
+            resolve(py, waiter.bind(py), events.into_any())?;
+        }
+        Ok(())
+    }
+
+    /// The events streamed so far, as a future: resolved at once when some are buffered
+    /// (an empty list once the batch is done), else when the next one arrives.
+    pub fn next_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let future = self.locals.event_loop(py).call_method0("create_future")?;
+        let mut side = lock(&self.side);
+        if side.events.is_none() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "this batch was not started with events",
+            ));
+        }
+        if side.waiter.is_some() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "next_events() is already awaited for this batch",
+            ));
+        }
+        let buffered = side.events.as_ref().is_some_and(|q| !q.is_empty());
+        if buffered || side.done {
+            let events = take_events(py, &mut side)?;
+            drop(side);
+            future.call_method1("set_result", (events,))?;
+        } else {
+            side.waiter = Some(future.clone().unbind());
+        }
+        Ok(future)
+    }
+
+    fn task_done(&self, py: Python<'_>) {
+        lock(&self.side).inflight -= 1;
+        self.stop_watching_if_idle(py);
+    }
+
+    fn stop_watching_if_idle(&self, py: Python<'_>) {
+        let mut side = lock(&self.side);
+        if !(side.done && side.inflight == 0 && side.reading) {
+            return;
+        }
+        side.reading = false;
+        drop(side);
+        #[cfg(unix)]
+        if let Some((reader, _)) = &self.socket {
+            use std::os::fd::AsRawFd;
+            let event_loop = self.locals.event_loop(py);
+            let closed = event_loop
+                .call_method0("is_closed")
+                .and_then(|c| c.is_truthy())
+                .unwrap_or(true);
+            if !closed {
+                if let Err(e) = event_loop.call_method1("remove_reader", (reader.as_raw_fd(),)) {
+                    e.write_unraisable(py, None);
+                }
+            }
+        }
+    }
+}
+
+fn take_events<'py>(py: Python<'py>, side: &mut LoopSide) -> PyResult<Bound<'py, PyList>> {
+    let events: Vec<Event> = side
+        .events
+        .as_mut()
+        .map(|q| q.drain(..).collect())
+        .unwrap_or_default();
+    PyList::new(
+        py,
+        events
+            .into_iter()
+            .map(|e| Py::new(py, PyEvent::new(e)))
+            .collect::<PyResult<Vec<_>>>()?,
+    )
+}
+
+/// Sets a future's result unless it was cancelled meanwhile.
+fn resolve(py: Python<'_>, future: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResult<()> {
+    let _ = py;
+    if future.call_method0("done")?.is_truthy()? {
+        return Ok(());
+    }
+    future.call_method1("set_result", (value,))?;
+    Ok(())
+}
+
+fn cancel_task(py: Python<'_>, slot: &TaskSlot) -> PyResult<()> {
+    let task = match &*lock(&slot.state) {
+        SlotState::Running(task) => task.clone_ref(py),
+        _ => return Ok(()),
+    };
+    task.bind(py).call_method0("cancel")?;
+    Ok(())
+}
+
+fn asyncio(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static ASYNCIO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    ASYNCIO
+        .get_or_try_init(py, || py.import("asyncio").map(|m| m.into_any().unbind()))
+        .map(|m| m.bind(py))
+}
+
+fn coroutine_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static COROUTINE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    COROUTINE
+        .get_or_try_init(py, || {
+            Ok(py
+                .import("types")?
+                .getattr("CoroutineType")?
+                .cast_into::<PyType>()?
+                .unbind())
+        })
+        .map(|t| t.bind(py))
+}
+
+/// The loop's reader callback: drains the inbox.
+#[pyclass(frozen)]
+struct Drain(Arc<BatchHost>);
+
+#[pymethods]
+impl Drain {
+    fn __call__(&self, py: Python<'_>) {
+        self.0.drain(py);
+    }
+}
+
+/// A handler task's done callback: reads its outcome and hands it to the core.
+#[pyclass(frozen)]
+struct TaskDone {
+    slot: Arc<TaskSlot>,
+    host: Arc<BatchHost>,
+}
+
+#[pymethods]
+impl TaskDone {
+    fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) {
+        let cancelled = task
+            .call_method0("cancelled")
+            .and_then(|c| c.is_truthy())
+            .unwrap_or(false);
+        let result = if cancelled {
+            Err(HandlerError::Tool(tooljig::ToolError::new(
+                ErrorCode::Cancelled,
+                "the tool's task was cancelled",
+            )))
+        } else {
+            match task.call_method0("result") {
+                Ok(value) => outcome::from_value(&value),
+                Err(e) => Err(outcome::from_error(py, &e)),
+            }
+        };
+        self.slot.finish(result);
+        self.host.task_done(py);
+    }
+}

@@ -1,0 +1,55 @@
+//! `tooljig._native`: the Python binding of tooljig's core.
+//!
+//! A thin mirror: every behaviour lives in the core; this crate moves JSON values across
+//! (`convert.rs`), implements the core's `Handler` seam over Python callables
+//! (`handler.rs`, `outcome.rs`), runs sync handlers on worker threads (`workers.rs`) and async
+//! ones on the caller's event loop (`host.rs`), owns the tokio runtime and its shutdown at
+//! exit (`runtime.rs`), and wraps the core's types (`engine.rs`, `batch.rs`, `results.rs`,
+//! `events.rs`, `caller.rs`, `context.rs`), mapping errors in `error.rs`. The Pythonic layer
+//! (decorator, schemas from type hints, `run`, `run_sync`, `stream`) is
+//! `python/tooljig/`.
+
+pub mod batch;
+pub mod caller;
+pub mod context;
+pub mod convert;
+pub mod engine;
+pub mod error;
+pub mod events;
+pub mod handler;
+pub mod host;
+pub mod outcome;
+pub mod results;
+pub mod runtime;
+pub mod workers;
+
+use pyo3::prelude::*;
+
+/// Stops tooljig before the interpreter finalizes: cancels running batches, waits until no
+/// worker thread is inside Python, and stops the runtime. The package registers it with
+/// `atexit`; calling it again does nothing. No batch can start afterwards.
+#[pyfunction]
+fn shutdown(py: Python<'_>) {
+    py.detach(|| runtime::shutdown(workers::wait_detached));
+}
+
+/// Every error code an envelope can carry, in the core's order.
+fn error_codes() -> Vec<&'static str> {
+    tooljig::ErrorCode::ALL.iter().map(|c| c.as_str()).collect()
+}
+
+/// The native module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<engine::PyEngine>()?;
+    m.add_class::<batch::PyBatch>()?;
+    m.add_class::<results::PyCallResult>()?;
+    m.add_class::<results::PyBatchResult>()?;
+    m.add_class::<events::PyEvent>()?;
+    m.add_class::<caller::PyCaller>()?;
+    m.add_class::<context::PyToolContext>()?;
+    m.add_function(wrap_pyfunction!(shutdown, m)?)?;
+    m.add("ERROR_CODES", error_codes())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,115 @@
+//! What a Python handler's return value or exception means for the core.
+//!
+//! - a value → data (converted to JSON; a value that is not JSON-serializable is an
+//!   unexpected failure, with the reason in the detail);
+//! - `Needs(...)` raised or returned → the `needs` outcome;
+//! - `ToolError(code, message, retryable, **details)` raised or returned → that error, shown
+//!   to the model as is;
+//! - any other exception → an unexpected failure: the model sees a sanitized message, the
+//!   traceback goes to `CallResult.detail` for the app.
+
+use crate::convert;
+use crate::error::classes;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use serde_json::{Map, Value};
+use std::str::FromStr;
+use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError};
+
+/// What a handler returned, read as the core's outcome.
+pub fn from_value(obj: &Bound<'_, PyAny>) -> HandlerResult {
+    let py = obj.py();
+    if let Ok(c) = classes(py) {
+        if obj.is_instance(c.needs.bind(py)).unwrap_or(false) {
+            return Err(needs(obj));
+        }
+        if obj.is_instance(c.tool_error.bind(py)).unwrap_or(false) {
+            return Err(tool_error(obj));
+        }
+    }
+    convert::from_py(obj).map_err(|e| HandlerError::Unexpected {
+        detail: format!(
+            "the tool returned a value that is not JSON-serializable: {}",
+            e.value(py)
+        ),
+    })
+}
+
+/// What a handler raised, read as the core's outcome.
+pub fn from_error(py: Python<'_>, err: &PyErr) -> HandlerError {
+    let exc = err.value(py);
+    if let Ok(c) = classes(py) {
+        if exc.is_instance(c.needs.bind(py)).unwrap_or(false) {
+            return needs(exc);
+        }
+        if exc.is_instance(c.tool_error.bind(py)).unwrap_or(false) {
+            return tool_error(exc);
+        }
+    }
+    HandlerError::Unexpected {
+        detail: traceback(py, err),
+    }
+}
+
+/// The full traceback of an exception, as Python prints it.
+pub fn traceback(py: Python<'_>, err: &PyErr) -> String {
+    let formatted = py
+        .import("traceback")
+        .and_then(|tb| tb.call_method1("format_exception", (err.value(py),)))
+        .and_then(|lines| PyString::new(py, "").call_method1("join", (lines,)))
+        .and_then(|text| text.extract::<String>());
+    match formatted {
+        Ok(text) => text.trim_end().to_owned(),
+        Err(_) => err.to_string(),
+    }
+}
+
+fn needs(obj: &Bound<'_, PyAny>) -> HandlerError {
+    match obj
+        .getattr("fields")
+        .and_then(|f| f.extract::<Vec<String>>())
+    {
+        Ok(fields) => HandlerError::Needs(fields),
+        Err(e) => HandlerError::unexpected(format!("a Needs without readable fields: {e}")),
+    }
+}
+
+fn tool_error(obj: &Bound<'_, PyAny>) -> HandlerError {
+    match read_tool_error(obj) {
+        Ok(e) => HandlerError::Tool(e),
+        Err(why) => HandlerError::unexpected(format!("a malformed ToolError: {why}")),
+    }
+}
+
+fn read_tool_error(obj: &Bound<'_, PyAny>) -> Result<ToolError, String> {
+    let text = |name: &str| -> Result<String, String> {
+        obj.getattr(name)
+            .and_then(|v| v.str())
+            .map(|s| s.to_string())
+            .map_err(|e| e.to_string())
+    };
+    let code = ErrorCode::from_str(&text("code")?).map_err(|e| e.to_string())?;
+    let mut err = ToolError::new(code, text("message")?);
+    let retryable = obj.getattr("retryable").map_err(|e| e.to_string())?;
+    if !retryable.is_none() {
+        err = err.retryable(retryable.is_truthy().map_err(|e| e.to_string())?);
+    }
+    let details = obj.getattr("details").map_err(|e| e.to_string())?;
+    if let Ok(d) = details.cast::<PyDict>() {
+        if !d.is_empty() {
+            match convert::from_py(d).map_err(|e| e.to_string())? {
+                Value::Object(map) => err.details = without_reserved(map),
+                _ => return Err("details must be a dict".into()),
+            }
+        }
+    }
+    Ok(err)
+}
+
+/// Details may not shadow the envelope's own keys.
+fn without_reserved(mut map: Map<String, Value>) -> Map<String, Value> {
+    for key in ["code", "message", "retryable"] {
+        map.remove(key);
+    }
+    map
+}
