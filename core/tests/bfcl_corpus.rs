@@ -256,9 +256,12 @@ async fn check_entry(
         match omissible_culprits(&engine, call, params).await {
             Some((fixed, culprits)) => {
                 t.quirks.push(format!(
-                    "{where_}: {} refuses the optional value(s) {culprits} that the ground truth lists beside \"\" (omission), so they were omitted: {}",
+                    "{where_}: the doc of {} refuses the optional value(s) {culprits}, which the ground truth lists beside \"\" (omission); checked with them omitted ({})",
                     call.tool,
-                    describe(&r.envelope)
+                    match &r.envelope {
+                        Envelope::Error(e) => e.message.clone(),
+                        other => describe(other),
+                    }
                 ));
                 passing.push(fixed);
             }
