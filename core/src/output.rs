@@ -68,7 +68,14 @@ fn problems(v: Verdict) -> Vec<String> {
             .collect(),
         Verdict::Invalid(v) => v
             .into_iter()
-            .map(|v| format!("at {:?}: {}", v.pointer, v.message))
+            // Same phrasing as invalid_arguments: the root has no pointer to show.
+            .map(|v| {
+                if v.pointer.is_empty() {
+                    v.message
+                } else {
+                    format!("at {}: {}", v.pointer, v.message)
+                }
+            })
             .collect(),
     }
 }

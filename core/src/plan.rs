@@ -31,6 +31,9 @@ pub struct Node {
     pub repaired: bool,
     /// Indices of the calls this one waits for.
     pub deps: Vec<usize>,
+    /// The part of `deps` that only orders this call (a tool's `after`): a failure there
+    /// does not refuse it, unlike a declared dependency or a reference.
+    pub order_only: Vec<usize>,
     /// Whether any reference must be substituted at start.
     pub has_refs: bool,
     /// Run even if a dependency failed.
@@ -124,6 +127,7 @@ impl Plan {
                 arguments: parsed.value,
                 repaired: parsed.repaired,
                 deps: Vec::new(),
+                order_only: Vec::new(),
                 has_refs: !refs.is_empty(),
                 run_if_dependency_failed: call.run_if_dependency_failed,
             }));
@@ -137,16 +141,15 @@ impl Plan {
             }
         }
         let mut deps_of: Vec<Vec<usize>> = vec![Vec::new(); entries.len()];
+        let mut order_of: Vec<Vec<usize>> = vec![Vec::new(); entries.len()];
         let mut unknown: Vec<Option<String>> = vec![None; entries.len()];
         for (i, e) in entries.iter().enumerate() {
             let Entry::Ready(n) = e else { continue };
             let mut deps = Vec::new();
             for d in &explicit[i] {
                 match index.get(d) {
-                    Some(&j) if j != i => deps.push(j),
-                    Some(_) => {
-                        unknown[i] = Some(format!("call {d:?} cannot depend on itself"));
-                    }
+                    // A call naming itself is a cycle of one, refused with the others.
+                    Some(&j) => deps.push(j),
                     None => {
                         unknown[i] = Some(format!(
                             "it depends on call {d:?}, which is not in this batch"
@@ -154,14 +157,24 @@ impl Plan {
                     }
                 }
             }
-            for after in &n.tool.spec.policy.after {
-                if let Some(calls) = by_tool.get(after.as_str()) {
-                    deps.extend(calls.iter().copied().filter(|&j| j != i));
-                }
-            }
             deps.sort_unstable();
             deps.dedup();
+            let mut order = Vec::new();
+            for after in &n.tool.spec.policy.after {
+                if let Some(calls) = by_tool.get(after.as_str()) {
+                    // A tool after itself runs its calls one by one, in call order.
+                    let same = *after == n.tool.spec.name;
+                    order.extend(calls.iter().copied().filter(|&j| {
+                        j != i && !(same && j > i) && deps.binary_search(&j).is_err()
+                    }));
+                }
+            }
+            order.sort_unstable();
+            order.dedup();
+            deps.extend_from_slice(&order);
+            deps.sort_unstable();
             deps_of[i] = deps;
+            order_of[i] = order;
         }
         for (i, why) in unknown.into_iter().enumerate() {
             if let Some(why) = why {
@@ -183,6 +196,7 @@ impl Plan {
         for (i, e) in entries.iter_mut().enumerate() {
             if let Entry::Ready(n) = e {
                 n.deps = std::mem::take(&mut deps_of[i]);
+                n.order_only = std::mem::take(&mut order_of[i]);
             }
         }
         Plan { entries }
@@ -261,7 +275,8 @@ pub fn substitute_refs(
     Ok(())
 }
 
-/// Indices of ready calls that sit on a dependency cycle (Tarjan's SCC, iterative).
+/// Indices of ready calls that sit on a dependency cycle, self-dependencies included
+/// (Tarjan's SCC, iterative).
 fn cycle_members(deps: &[Vec<usize>], entries: &[Entry]) -> Vec<usize> {
     let n = deps.len();
     let live = |i: usize| matches!(entries[i], Entry::Ready(_));
@@ -309,7 +324,7 @@ fn cycle_members(deps: &[Vec<usize>], entries: &[Entry]) -> Vec<usize> {
                         break;
                     }
                 }
-                if component.len() > 1 {
+                if component.len() > 1 || deps[v].contains(&v) {
                     out.extend(component);
                 }
             }

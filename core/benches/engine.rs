@@ -1,0 +1,139 @@
+//! The engine's own cost, measured end to end through `Engine::run`.
+//!
+//! - `overhead/N`: a batch of N no-op calls (string arguments parsed, validated against a
+//!   typical schema, run, output checked): the per-call cost of the whole path. Target:
+//!   at most 5 µs per call at N = 10,000 on a 2-core machine.
+//! - `parallel_sleep/100x50ms`: 100 independent calls that each sleep 50 ms. Target: ≤ 55 ms.
+//! - `chain/10x10ms`: 10 calls, each depending on the one before, each sleeping 10 ms.
+//!   Target: ≤ 110 ms.
+//!
+//! Run with `cargo bench -p tooljig --bench engine`; figures go to `BENCHMARKS.md`.
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use std::hint::black_box;
+use std::time::Duration;
+use tooljig::{BatchOptions, Call, Caller, Engine, Tool};
+
+fn runtime() -> tokio::runtime::Runtime {
+    // Two workers: the machine the targets are set for has two cores.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn engine() -> Engine {
+    let engine = Engine::new();
+    let schema = json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city"],
+        "additionalProperties": false
+    });
+    engine
+        .register(Tool::from_fn(
+            "noop",
+            "Does nothing.",
+            schema,
+            |_, _| async { Ok(Value::Null) },
+        ))
+        .expect("noop registers");
+    engine
+        .register(Tool::from_fn(
+            "sleep",
+            "Sleeps for `ms` milliseconds.",
+            json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}),
+            |args, _| async move {
+                let ms = args["ms"].as_u64().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(Value::Null)
+            },
+        ))
+        .expect("sleep registers");
+    engine
+}
+
+fn noop_calls(n: usize) -> Vec<Call> {
+    (0..n)
+        .map(|i| Call::new(format!("c{i}"), "noop", r#"{"city": "Paris", "days": 3}"#))
+        .collect()
+}
+
+fn overhead(c: &mut Criterion) {
+    let rt = runtime();
+    let engine = engine();
+    let mut group = c.benchmark_group("overhead");
+    for n in [1usize, 100, 1_000, 10_000] {
+        group.throughput(Throughput::Elements(n as u64));
+        let calls = noop_calls(n);
+        group.bench_function(n.to_string(), |b| {
+            b.to_async(&rt).iter_batched(
+                || calls.clone(),
+                |calls| async {
+                    black_box(
+                        engine
+                            .run(calls, Caller::default(), BatchOptions::default())
+                            .await,
+                    )
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+fn sleeping(c: &mut Criterion) {
+    let rt = runtime();
+    let engine = engine();
+    let mut group = c.benchmark_group("latency");
+    group.sample_size(20);
+    group.measurement_time(Duration::from_secs(4));
+
+    let parallel: Vec<Call> = (0..100)
+        .map(|i| Call::new(format!("p{i}"), "sleep", json!({"ms": 50})))
+        .collect();
+    group.bench_function("parallel_sleep/100x50ms", |b| {
+        b.to_async(&rt).iter_batched(
+            || parallel.clone(),
+            |calls| async {
+                let out = engine
+                    .run(calls, Caller::default(), BatchOptions::default())
+                    .await;
+                assert!(out.results.iter().all(|r| r.envelope.is_ok()));
+                out
+            },
+            BatchSize::SmallInput,
+        )
+    });
+
+    let chain: Vec<Call> = (0..10)
+        .map(|i| {
+            let call = Call::new(format!("s{i}"), "sleep", json!({"ms": 10}));
+            if i == 0 {
+                call
+            } else {
+                call.depends_on(format!("s{}", i - 1))
+            }
+        })
+        .collect();
+    group.bench_function("chain/10x10ms", |b| {
+        b.to_async(&rt).iter_batched(
+            || chain.clone(),
+            |calls| async {
+                let out = engine
+                    .run(calls, Caller::default(), BatchOptions::default())
+                    .await;
+                assert!(out.results.iter().all(|r| r.envelope.is_ok()));
+                out
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, overhead, sleeping);
+criterion_main!(benches);
