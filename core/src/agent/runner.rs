@@ -664,8 +664,9 @@ impl Agent {
 /// parse (the turn then has no calls).
 fn json_calls(protocol: &JsonProtocol, turn: &ModelTurn) -> (Vec<ToolCall>, bool) {
     match protocol.parse(&turn.content) {
-        Ok(plan) => (
-            plan.calls
+        Ok(plan) => {
+            let mut calls: Vec<ToolCall> = plan
+                .calls
                 .into_iter()
                 .map(|c: Call| {
                     let mut tc = ToolCall::new(c.id, c.tool, c.arguments);
@@ -674,9 +675,16 @@ fn json_calls(protocol: &JsonProtocol, turn: &ModelTurn) -> (Vec<ToolCall>, bool
                     }
                     tc
                 })
-                .collect(),
-            true,
-        ),
+                .collect();
+            // An answer cut at the token limit was closed by the repair; its last call may
+            // be missing parameters it was about to get, so it never runs.
+            if turn.finish_reason == FinishReason::Length {
+                if let Some(last) = calls.last_mut() {
+                    last.incomplete = true;
+                }
+            }
+            (calls, true)
+        }
         Err(_) => (Vec::new(), false),
     }
 }
