@@ -9,8 +9,10 @@
 
 use crate::caller::Caller;
 use crate::handler::BoxFuture;
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota};
+use governor::clock::{Clock, MonotonicClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter as Gcra};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -126,7 +128,15 @@ pub trait RateLimiter: Send + Sync + 'static {
     fn acquire(&self, request: RateRequest) -> BoxFuture<RateDecision>;
 }
 
-type Keyed = DefaultKeyedRateLimiter<String>;
+// `std::time::Instant` rather than governor's default TSC clock (quanta): on virtual
+// machines the TSC calibration can drift from wall time, and a wait advertised to a model
+// must hold in wall time.
+type Keyed = Gcra<
+    String,
+    DefaultKeyedStateStore<String>,
+    MonotonicClock,
+    NoOpMiddleware<std::time::Instant>,
+>;
 
 /// Checks between two sweeps of idle keys.
 const SWEEP_EVERY: u64 = 4096;
@@ -162,7 +172,13 @@ impl InProcessLimiter {
         }
         let mut all = self.limiters.write().unwrap_or_else(|p| p.into_inner());
         all.entry(id)
-            .or_insert_with(|| Arc::new(Keyed::keyed(limit.quota())))
+            .or_insert_with(|| {
+                Arc::new(Gcra::new(
+                    limit.quota(),
+                    DefaultKeyedStateStore::default(),
+                    MonotonicClock,
+                ))
+            })
             .clone()
     }
 
@@ -172,7 +188,7 @@ impl InProcessLimiter {
         let decision = match limiter.check_key(&request.key) {
             Ok(()) => RateDecision::Allowed,
             Err(not_until) => RateDecision::Limited {
-                retry_after: not_until.wait_time_from(DefaultClock::default().now()),
+                retry_after: not_until.wait_time_from(limiter.clock().now()),
             },
         };
         // Keys whose budget is full again hold no information: drop them now and then so
