@@ -22,8 +22,12 @@ export type JsCancel = NativeCancel
 
 /** The engine behind the JS `Engine` class. */
 export declare class NativeEngine {
-  /** An engine whose handlers the JS layer runs through `dispatch(text)`. */
-  constructor(dispatch: (arg: string) => void)
+  /**
+   * An engine whose handlers the JS layer runs through `dispatch(text)`. `options`:
+   * `limits` (`{maxArgumentBytes, maxDepth}`) and `schemaResources` (`{uri: schema}`,
+   * documents that schemas may `$ref`).
+   */
+  constructor(dispatch: (arg: string) => void, options?: any | undefined | null)
   /**
    * Registers a tool from its spec (`name`, `description`, `inputSchema`, `outputSchema`,
    * `originalName`, `policy`; camelCase or snake_case keys). `handler` is the index of its
@@ -53,6 +57,9 @@ export declare class NativeStream {
   result(): Promise<string>
 }
 export type JsStream = NativeStream
+
+/** `"release"` or `"debug"`: how the addon was compiled (benchmarks refuse debug builds). */
+export declare function buildProfile(): string
 
 /** One error code of the closed set an envelope can carry. */
 export interface ErrorCodeInfo {

@@ -841,5 +841,6 @@ module.exports.NativeEngine = nativeBinding.NativeEngine
 module.exports.JsEngine = nativeBinding.JsEngine
 module.exports.NativeStream = nativeBinding.NativeStream
 module.exports.JsStream = nativeBinding.JsStream
+module.exports.buildProfile = nativeBinding.buildProfile
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.unexpectedMessage = nativeBinding.unexpectedMessage

@@ -40,8 +40,12 @@ export class Engine {
   #dispatcher = new Dispatcher()
   #native
 
-  constructor() {
-    this.#native = new NativeEngine(this.#dispatcher.dispatch)
+  /**
+   * @param {{limits?: {maxArgumentBytes?: number, maxDepth?: number}, schemaResources?: Record<string, object>}} [options]
+   *   argument limits, and documents that schemas may `$ref` by URI (nothing is fetched).
+   */
+  constructor(options = undefined) {
+    this.#native = new NativeEngine(this.#dispatcher.dispatch, options ?? null)
     this.#dispatcher.native = this.#native
   }
 

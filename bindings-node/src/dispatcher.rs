@@ -16,9 +16,9 @@
 
 use crate::keys;
 use crate::outcome::{parse_settlements, to_handler_result};
+use napi::Status;
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::Status;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -96,7 +96,14 @@ impl Shared {
                     seen.len() - 1
                 }
             };
-            rows.push((r.token, r.tool, r.call_id.as_ref(), r.attempt, index, &r.args));
+            rows.push((
+                r.token,
+                r.tool,
+                r.call_id.as_ref(),
+                r.attempt,
+                index,
+                &r.args,
+            ));
         }
         let drained = Drained {
             callers,
@@ -104,7 +111,8 @@ impl Shared {
             aborts,
         };
         // Values came from serde_json and contain no non-string keys: this cannot fail.
-        serde_json::to_string(&drained).unwrap_or_else(|_| r#"{"callers":[],"calls":[],"aborts":[]}"#.into())
+        serde_json::to_string(&drained)
+            .unwrap_or_else(|_| r#"{"callers":[],"calls":[],"aborts":[]}"#.into())
     }
 
     /// Ends every waiting call with an unexpected failure (the JS side is gone).
@@ -191,7 +199,10 @@ impl Dispatcher {
     /// Tokens nobody waits for any more (timed out, cancelled) are ignored.
     pub fn settle(&self, text: &str) -> napi::Result<()> {
         let settled = parse_settlements(text).map_err(|e| {
-            napi::Error::new(Status::InvalidArg, format!("malformed settlement text: {e}"))
+            napi::Error::new(
+                Status::InvalidArg,
+                format!("malformed settlement text: {e}"),
+            )
         })?;
         let senders: Vec<_> = {
             let mut pending = lock(&self.shared.pending);
@@ -214,4 +225,3 @@ impl Drop for Dispatcher {
         self.shared.fail_all();
     }
 }
-

@@ -14,9 +14,13 @@ use napi::bindgen_prelude::{Function, PromiseRaw};
 use napi::{Env, Status};
 use napi_derive::napi;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
-use tooljig::{BatchOptions, BatchResult, Call, Caller, Engine, Policy, Tool, ToolSpec};
+use tooljig::{
+    BatchOptions, BatchResult, Call, Caller, Engine, Limits, Policy, SchemaResources, Tool,
+    ToolSpec,
+};
 
 /// The engine behind the JS `Engine` class.
 #[napi(js_name = "NativeEngine")]
@@ -66,10 +70,20 @@ impl BatchInput {
     }
 }
 
-/// A batch's results as the JS layer reads them: camelCase keys, envelopes untouched.
+/// A batch's results as the JS layer reads them: camelCase keys (the batch's and each
+/// result's), envelopes and everything nested untouched.
 pub fn batch_text(out: &BatchResult) -> String {
-    let results: Vec<Value> = out.results.iter().map(|r| result_value(r.to_value())).collect();
-    serde_json::json!({"results": results, "durationUs": out.duration_us}).to_string()
+    let mut v = keys::rename(
+        serde_json::to_value(out).unwrap_or(Value::Null),
+        keys::camel,
+        &[],
+    );
+    if let Some(Value::Array(results)) = v.get_mut("results") {
+        for r in results.iter_mut() {
+            *r = result_value(r.take());
+        }
+    }
+    v.to_string()
 }
 
 /// One call result with camelCase keys; its envelope and arguments untouched.
@@ -79,11 +93,14 @@ pub fn result_value(result: Value) -> Value {
 
 #[napi]
 impl JsEngine {
-    /// An engine whose handlers the JS layer runs through `dispatch(text)`.
+    /// An engine whose handlers the JS layer runs through `dispatch(text)`. `options`:
+    /// `limits` (`{maxArgumentBytes, maxDepth}`) and `schemaResources` (`{uri: schema}`,
+    /// documents that schemas may `$ref`).
     #[napi(constructor)]
-    pub fn new(dispatch: Function<String, ()>) -> napi::Result<Self> {
+    pub fn new(dispatch: Function<String, ()>, options: Option<Value>) -> napi::Result<Self> {
+        let engine = engine_from_options(options)?;
         Ok(JsEngine {
-            engine: Arc::new(Engine::new()),
+            engine: Arc::new(engine),
             dispatcher: Arc::new(Dispatcher::new(dispatch)?),
         })
     }
@@ -105,7 +122,10 @@ impl JsEngine {
             ),
             None => Tool::external(spec),
         };
-        self.engine.register(tool).err().map(RegistrationProblem::from)
+        self.engine
+            .register(tool)
+            .err()
+            .map(RegistrationProblem::from)
     }
 
     /// The specs of every tool, in registration order (camelCase keys; schemas untouched).
@@ -165,6 +185,35 @@ impl JsEngine {
     }
 }
 
+/// An engine configured from the JS layer's options.
+fn engine_from_options(options: Option<Value>) -> napi::Result<Engine> {
+    let mut options = match options.map(|o| keys::rename(o, keys::snake, &["limits"])) {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(invalid("engine options", "must be an object")),
+    };
+    let resources = match options.remove("schema_resources") {
+        None | Some(Value::Null) => SchemaResources::default(),
+        Some(r) => SchemaResources::new(
+            serde_json::from_value::<HashMap<String, Value>>(r)
+                .map_err(|e| invalid("engine options.schemaResources", e))?,
+        ),
+    };
+    let mut engine = Engine::with_schema_resources(resources);
+    if let Some(limits) = options.remove("limits") {
+        let limits: Limits =
+            serde_json::from_value(limits).map_err(|e| invalid("engine options.limits", e))?;
+        engine = engine.limits(limits);
+    }
+    if let Some(key) = options.keys().next() {
+        return Err(invalid(
+            "engine options",
+            format!("unknown option {key:?}; expected limits or schemaResources"),
+        ));
+    }
+    Ok(engine)
+}
+
 /// A spec from the JS layer: keys renamed, the policy parsed on its own so its mistakes are
 /// reported as `invalid_policy`.
 fn parse_spec(spec: Value) -> Result<ToolSpec, RegistrationProblem> {
@@ -181,15 +230,20 @@ fn parse_spec(spec: Value) -> Result<ToolSpec, RegistrationProblem> {
         .to_string();
     let policy: Policy = match map.remove("policy") {
         None | Some(Value::Null) => Policy::default(),
-        Some(p) => serde_json::from_value(keys::rename(p, keys::snake, &["retry"])).map_err(|e| {
-            RegistrationProblem::new(
-                "invalid_policy",
-                format!("tool {name:?}: invalid policy: {e}"),
-            )
-        })?,
+        Some(p) => {
+            serde_json::from_value(keys::rename(p, keys::snake, &["retry"])).map_err(|e| {
+                RegistrationProblem::new(
+                    "invalid_policy",
+                    format!("tool {name:?}: invalid policy: {e}"),
+                )
+            })?
+        }
     };
     let mut spec: ToolSpec = serde_json::from_value(Value::Object(map)).map_err(|e| {
-        RegistrationProblem::new("invalid_spec", format!("tool {name:?}: invalid tool spec: {e}"))
+        RegistrationProblem::new(
+            "invalid_spec",
+            format!("tool {name:?}: invalid tool spec: {e}"),
+        )
     })?;
     spec.policy = policy;
     Ok(spec)
@@ -204,4 +258,3 @@ fn spec_value(spec: &ToolSpec) -> Value {
     }
     v
 }
-

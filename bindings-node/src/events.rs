@@ -68,10 +68,16 @@ impl JsStream {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
-            .ok_or_else(|| napi::Error::new(Status::GenericFailure, "result() was already taken"))?;
+            .ok_or_else(|| {
+                napi::Error::new(Status::GenericFailure, "result() was already taken")
+            })?;
         env.spawn_future(async move {
-            done.await
-                .map_err(|e| napi::Error::new(Status::GenericFailure, format!("the batch ended without a result: {e}")))
+            done.await.map_err(|e| {
+                napi::Error::new(
+                    Status::GenericFailure,
+                    format!("the batch ended without a result: {e}"),
+                )
+            })
         })
     }
 }

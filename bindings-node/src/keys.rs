@@ -56,7 +56,11 @@ pub fn rename(value: Value, rename: fn(&str) -> String, nested: &[&str]) -> Valu
     }
 }
 
-fn rename_map(map: Map<String, Value>, rename: fn(&str) -> String, nested: &[&str]) -> Map<String, Value> {
+fn rename_map(
+    map: Map<String, Value>,
+    rename: fn(&str) -> String,
+    nested: &[&str],
+) -> Map<String, Value> {
     map.into_iter()
         .map(|(k, v)| {
             let k = rename(&k);

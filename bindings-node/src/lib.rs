@@ -55,3 +55,14 @@ pub fn error_codes() -> Vec<ErrorCodeInfo> {
 pub fn unexpected_message() -> String {
     tooljig::execute::UNEXPECTED_MESSAGE.to_string()
 }
+
+/// `"release"` or `"debug"`: how the addon was compiled (benchmarks refuse debug builds).
+#[napi]
+pub fn build_profile() -> String {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+    .to_string()
+}

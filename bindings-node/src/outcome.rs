@@ -58,7 +58,9 @@ pub fn to_handler_result(kind: u8, payload: Value) -> HandlerResult {
 fn tool_error(payload: Value) -> HandlerError {
     let thrown: ThrownToolError = match serde_json::from_value(payload) {
         Ok(t) => t,
-        Err(e) => return HandlerError::unexpected(format!("a malformed ToolError was thrown: {e}")),
+        Err(e) => {
+            return HandlerError::unexpected(format!("a malformed ToolError was thrown: {e}"));
+        }
     };
     let code = match ErrorCode::from_str(&thrown.code) {
         Ok(code) => code,

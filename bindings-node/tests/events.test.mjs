@@ -1,0 +1,45 @@
+// Events as an async iterator.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Engine, ToolError, tool } from '../lib/index.mjs'
+import { sleep } from './support.mjs'
+
+test('stream yields the batch events in order and resolves the result', async () => {
+  let n = 0
+  const e = new Engine()
+    .register('wait', tool({ execute: async ({ ms }) => { await sleep(ms); return ms } }))
+    .register('flaky', tool({ execute: () => { if (++n < 2) throw new ToolError('external_api_error', 'transient'); return 'ok' } }), { retry: { attempts: 2, backoffMs: 1 } })
+  const s = e.stream([{ id: 'a', tool: 'wait', arguments: { ms: 10 } }, { id: 'b', tool: 'wait', arguments: { ms: 1 }, dependsOn: ['a'] }, { id: 'f', tool: 'flaky' }])
+  const events = []
+  for await (const ev of s) events.push(ev)
+  const types = events.map((e) => e.type)
+  assert.equal(types[0], 'batch_started')
+  assert.equal(types.at(-1), 'batch_finished')
+  assert.equal(events[0].calls, 3)
+  const planned = events.find((e) => e.type === 'call_planned' && e.callId === 'b')
+  assert.deepEqual(planned.dependsOn, ['a'])
+  const finished = events.filter((e) => e.type === 'call_finished')
+  assert.equal(finished.length, 3)
+  assert.equal(finished.find((e) => e.result.callId === 'b').result.envelope.data, 1)
+  const retried = events.find((e) => e.type === 'call_retried')
+  assert.equal(retried.error.code, 'external_api_error')
+  assert.equal(typeof retried.delayMs, 'number')
+  const ats = events.map((e) => e.atUs)
+  assert.deepEqual(ats, [...ats].sort((x, y) => x - y))
+  const result = await s.result
+  assert.deepEqual(result.results.map((r) => r.callId), ['a', 'b', 'f'])
+  assert.deepEqual(result.results[0], finished.find((e) => e.result.callId === 'a').result)
+})
+
+test('the result resolves even when nobody reads the events', async () => {
+  const e = new Engine().register('t', tool({ execute: () => 1 }))
+  const out = await e.stream([{ tool: 't' }]).result
+  assert.deepEqual(out.results[0].envelope, { ok: true, data: 1 })
+})
+
+test('leaving the loop early does not stop the batch', async () => {
+  const e = new Engine().register('t', tool({ execute: async () => { await sleep(5); return 1 } }))
+  const s = e.stream([{ tool: 't' }, { tool: 't' }])
+  for await (const ev of s) if (ev.type === 'batch_started') break
+  assert.equal((await s.result).results.length, 2)
+})

@@ -1,0 +1,31 @@
+// The process lifecycle: a script exits on its own; failing handlers never kill it.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+const script = fileURLToPath(new URL('./fixtures/exits.mjs', import.meta.url))
+
+test('a script that runs a batch exits on its own, with every failure as an envelope', () => {
+  const t0 = performance.now()
+  const child = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 10_000 })
+  const ms = performance.now() - t0
+  assert.equal(child.error, undefined, `the child did not exit on its own: ${child.error}`)
+  assert.equal(child.status, 0, child.stderr)
+  assert.ok(ms < 5000, `took ${ms.toFixed(0)} ms`)
+  const envelopes = JSON.parse(child.stdout)
+  assert.deepEqual(envelopes[0], { ok: true, data: 'fine' })
+  assert.deepEqual(envelopes.slice(1).map((e) => e.error.code), ['internal_error', 'internal_error', 'timeout'])
+  assert.equal(child.stderr, '')
+})
+
+test('an engine that is never run does not keep the process alive', () => {
+  const code = "import { Engine, tool } from './lib/index.mjs'; new Engine().register('t', tool({ execute: () => 1 }))"
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+    encoding: 'utf8',
+    timeout: 10_000,
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+  })
+  assert.equal(child.error, undefined)
+  assert.equal(child.status, 0, child.stderr)
+})

@@ -1,0 +1,99 @@
+// Handlers: sync or Promise, values, undefined, needs, ToolError, unexpected throws.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Engine, ToolError, needs, tool } from '../lib/index.mjs'
+
+async function runOne(execute, args = {}, policy = undefined) {
+  const e = new Engine().register('t', tool({ execute }), policy)
+  const out = await e.run([{ id: 'a', tool: 't', arguments: args }])
+  return out.results[0]
+}
+
+test('sync and Promise handlers return data', async () => {
+  assert.deepEqual((await runOne(() => ({ x: 1 }))).envelope, { ok: true, data: { x: 1 } })
+  assert.deepEqual((await runOne(async () => [1, 'two'])).envelope, { ok: true, data: [1, 'two'] })
+  assert.deepEqual((await runOne(() => Promise.resolve('p'))).envelope, { ok: true, data: 'p' })
+  assert.deepEqual((await runOne((args) => args, { k: [1, { z: null }] })).envelope, { ok: true, data: { k: [1, { z: null }] } })
+})
+
+test('undefined becomes null; values take their JSON form', async () => {
+  assert.equal(JSON.stringify((await runOne(() => undefined)).envelope), '{"ok":true,"data":null}')
+  assert.equal(JSON.stringify((await runOne(async () => {})).envelope), '{"ok":true,"data":null}')
+  const when = new Date('2026-01-02T03:04:05.000Z')
+  assert.deepEqual((await runOne(() => ({ when, gone: undefined }))).envelope, { ok: true, data: { when: '2026-01-02T03:04:05.000Z' } })
+})
+
+test('the context carries call id, tool, attempt, caller and a signal', async () => {
+  let seen
+  const e = new Engine().register('t', tool({ execute: (args, ctx) => { seen = ctx; return null } }))
+  await e.run([{ id: 'c1', tool: 't', arguments: {} }], { caller: { principal: 'u1', scopes: ['a'], attributes: { dept_id: 3 } } })
+  assert.equal(seen.callId, 'c1')
+  assert.equal(seen.tool, 't')
+  assert.equal(seen.attempt, 1)
+  assert.deepEqual(seen.caller, { principal: 'u1', tenant: null, roles: [], scopes: ['a'], attributes: { dept_id: 3 }, session: null })
+  assert.ok(Object.isFrozen(seen.caller))
+  assert.ok(seen.signal instanceof AbortSignal)
+  assert.equal(seen.signal.aborted, false)
+})
+
+test('a thrown ToolError chooses the code, retryability and details', async () => {
+  const r = await runOne(() => { throw new ToolError('not_found', 'no lead 3; search by name first', { details: { lead_id: 3 } }) })
+  assert.equal(JSON.stringify(r.envelope), '{"ok":false,"error":{"code":"not_found","message":"no lead 3; search by name first","retryable":false,"lead_id":3}}')
+  assert.equal(r.detail, undefined)
+  const rejected = await runOne(async () => { throw new ToolError('external_api_error', 'upstream 503', { retryable: false }) })
+  assert.deepEqual(rejected.envelope.error, { code: 'external_api_error', message: 'upstream 503', retryable: false })
+  assert.throws(() => new ToolError('nope', 'x'), TypeError)
+})
+
+test('needs(...) returned or thrown gives the needs envelope', async () => {
+  assert.equal(JSON.stringify((await runOne(() => needs('date', 'time'))).envelope), '{"ok":false,"needs":{"date":true,"time":true}}')
+  assert.deepEqual((await runOne(async () => { throw needs(['who']) })).envelope, { ok: false, needs: { who: true } })
+})
+
+test('a plain throw or rejection is internal_error; the stack is on the result, not in the message', async () => {
+  for (const execute of [
+    () => { throw new Error('db password is hunter2') },
+    async () => { throw new Error('db password is hunter2') },
+    () => Promise.reject(new Error('db password is hunter2')),
+  ]) {
+    const r = await runOne(execute)
+    assert.equal(r.envelope.error.code, 'internal_error')
+    assert.doesNotMatch(JSON.stringify(r.envelope), /hunter2/)
+    assert.match(r.detail, /Error: db password is hunter2\n\s+at /)
+  }
+})
+
+test('throwing non-Errors and returning non-JSON values are internal errors too', async () => {
+  const s = await runOne(() => { throw 'just a string' })
+  assert.equal(s.envelope.error.code, 'internal_error')
+  assert.match(s.detail, /just a string/)
+  const n = await runOne(async () => Promise.reject(null))
+  assert.equal(n.envelope.error.code, 'internal_error')
+  const big = await runOne(() => ({ n: 10n }))
+  assert.equal(big.envelope.error.code, 'internal_error')
+  assert.match(big.detail, /not JSON.*BigInt/s)
+  const cyclic = {}
+  cyclic.self = cyclic
+  assert.match((await runOne(() => cyclic)).detail, /circular/i)
+})
+
+test('retryable failures are retried; attempts count and the context sees each attempt', async () => {
+  const attempts = []
+  const r = await runOne((args, ctx) => {
+    attempts.push(ctx.attempt)
+    if (ctx.attempt < 3) throw new ToolError('external_api_error', 'transient')
+    return 'ok'
+  }, {}, { retry: { attempts: 3, backoffMs: 1 } })
+  assert.deepEqual(r.envelope, { ok: true, data: 'ok' })
+  assert.equal(r.attempts, 3)
+  assert.deepEqual(attempts, [1, 2, 3])
+})
+
+test('a throwing handler leaves the engine usable for the next batch', async () => {
+  const e = new Engine().register('boom', tool({ execute: () => { throw new Error('x') } })).register('ok', tool({ execute: () => 1 }))
+  for (let i = 0; i < 3; i++) {
+    const out = await e.run([{ tool: 'boom' }, { tool: 'ok' }])
+    assert.equal(out.results[0].envelope.error.code, 'internal_error')
+    assert.deepEqual(out.results[1].envelope, { ok: true, data: 1 })
+  }
+})
