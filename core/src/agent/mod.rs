@@ -6,7 +6,7 @@
 //!   [`http::HttpModel::openai_compatible`] for Chat Completions servers, [`http::HttpModel::anthropic`]),
 //!   [`model_fn`] for a closure over the app's own SDK, [`ScriptedModel`] for tests, and
 //!   [`FallbackChain`] to move between models behind circuit breakers.
-//! - [`Agent`] runs a [`RunState`]: serializable, so a run suspended on approvals or
+//! - [`Agent`] runs a [`AgentState`]: serializable, so a run suspended on approvals or
 //!   client-side tools can be stored and resumed.
 //! - [`AgentOptions`] holds the limits (steps, tool calls per step and per run, a deadline,
 //!   a token budget), the act-first / talk-first mode and the tool protocol (native or
@@ -32,5 +32,5 @@ pub use options::{AgentLimits, AgentOptions, Mode, ToolProtocol};
 pub use runner::{Agent, RunOutcome};
 pub use scripted::{ScriptedModel, Step};
 pub use state::{
-    NeedsCall, PendingCall, RunCounters, RunState, RunStatus, StopReason, SuspendedBatch,
+    AgentState, NeedsCall, PendingCall, RunCounters, RunStatus, StopReason, SuspendedBatch,
 };

@@ -8,14 +8,14 @@
 //!
 //! A `needs` result ends the turn with one clarifying question; the next [`Agent::send`]
 //! carries the user's answer and the loop goes on, the call made with the missing field. A
-//! batch with calls waiting for approval or a client suspends the run; its [`RunState`]
+//! batch with calls waiting for approval or a client suspends the run; its [`AgentState`]
 //! serializes, and [`Agent::resume`] continues it once they are settled.
 
 use super::model::{ModelClient, ModelError, StreamSender};
 use super::model_call::{Answer, CallSpec, call_model};
 use super::options::{AgentOptions, Mode, ToolProtocol};
 use super::state::{
-    NeedsCall, PendingCall, RunCounters, RunState, RunStatus, StopReason, SuspendedBatch,
+    AgentState, NeedsCall, PendingCall, RunCounters, RunStatus, StopReason, SuspendedBatch,
 };
 use super::wrap_up;
 use crate::call::{Call, CallResult, CallStatus};
@@ -52,7 +52,7 @@ pub struct Agent {
 
 /// What one pass of the loop works with.
 pub(crate) struct Ctx<'a> {
-    pub state: &'a mut RunState,
+    pub state: &'a mut AgentState,
     pub caller: Caller,
     pub sink: Option<StreamSender>,
     pub deadline: Option<Instant>,
@@ -107,7 +107,7 @@ impl Agent {
     /// model answers, asks a question, suspends, or a limit ends it.
     pub async fn run(
         &self,
-        state: &mut RunState,
+        state: &mut AgentState,
         caller: &Caller,
         events: Option<StreamSender>,
     ) -> RunOutcome {
@@ -117,7 +117,7 @@ impl Agent {
     /// Like [`Agent::run`], with the turn's mode chosen by the app.
     pub async fn run_with_mode(
         &self,
-        state: &mut RunState,
+        state: &mut AgentState,
         caller: &Caller,
         events: Option<StreamSender>,
         mode: Option<Mode>,
@@ -140,7 +140,7 @@ impl Agent {
     /// runs.
     pub async fn send(
         &self,
-        state: &mut RunState,
+        state: &mut AgentState,
         message: impl Into<String>,
         caller: &Caller,
         events: Option<StreamSender>,
@@ -154,7 +154,7 @@ impl Agent {
     /// engine's run is resumed and the loop goes on. Still-pending calls keep it suspended.
     pub async fn resume(
         &self,
-        state: &mut RunState,
+        state: &mut AgentState,
         caller: &Caller,
         events: Option<StreamSender>,
     ) -> Result<RunOutcome, ToolError> {
@@ -180,7 +180,7 @@ impl Agent {
     /// its tool, a human decided): each replaces the pending call with the same id.
     pub async fn resume_with_results(
         &self,
-        state: &mut RunState,
+        state: &mut AgentState,
         results: Vec<CallResult>,
         caller: &Caller,
         events: Option<StreamSender>,
@@ -196,7 +196,7 @@ impl Agent {
 
     async fn continue_with(
         &self,
-        state: &mut RunState,
+        state: &mut AgentState,
         results: Vec<CallResult>,
         caller: &Caller,
         events: Option<StreamSender>,
@@ -247,7 +247,7 @@ impl Agent {
 
     fn ctx<'a>(
         &self,
-        state: &'a mut RunState,
+        state: &'a mut AgentState,
         caller: &Caller,
         events: Option<StreamSender>,
         mode: Mode,
@@ -268,7 +268,7 @@ impl Agent {
         }
     }
 
-    fn resolve_mode(&self, state: &RunState, mode: Option<Mode>) -> Mode {
+    fn resolve_mode(&self, state: &AgentState, mode: Option<Mode>) -> Mode {
         match mode.unwrap_or(self.options.mode) {
             Mode::Auto => super::mode::choose_mode(state.last_user_text(), &self.engine.specs()),
             m => m,
@@ -696,7 +696,7 @@ fn join(a: Option<&str>, b: &str) -> String {
     }
 }
 
-fn finish_timing(state: &mut RunState, start: Instant) {
+fn finish_timing(state: &mut AgentState, start: Instant) {
     state.counters.duration_ms += start.elapsed().as_millis() as u64;
 }
 
@@ -742,7 +742,7 @@ fn emit_result(ctx: &Ctx<'_>, r: &CallResult) {
 }
 
 impl RunOutcome {
-    pub(crate) fn of(state: &RunState) -> Self {
+    pub(crate) fn of(state: &AgentState) -> Self {
         RunOutcome {
             status: state.status.clone(),
             answer: state.answer.clone(),
@@ -750,7 +750,7 @@ impl RunOutcome {
         }
     }
 
-    fn with_counters(mut self, state: &RunState) -> Self {
+    fn with_counters(mut self, state: &AgentState) -> Self {
         self.counters = state.counters.clone();
         self
     }

@@ -138,7 +138,7 @@ impl RunCounters {
 
 /// The state of one conversation run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunState {
+pub struct AgentState {
     /// The run's id.
     pub run_id: String,
     /// The conversation, provider-neutral (the system prompt is added per request).
@@ -168,10 +168,10 @@ pub struct RunState {
     pub answer: String,
 }
 
-impl RunState {
+impl AgentState {
     /// A new run whose first user message is `message`.
     pub fn new(message: impl Into<String>) -> Self {
-        RunState {
+        AgentState {
             run_id: new_run_id(),
             messages: vec![Message::user(message)],
             status: RunStatus::Idle,
@@ -188,7 +188,7 @@ impl RunState {
 
     /// A run over an existing conversation.
     pub fn from_messages(messages: Vec<Message>) -> Self {
-        let mut s = RunState::new("");
+        let mut s = AgentState::new("");
         s.messages = messages;
         s
     }
@@ -198,7 +198,7 @@ impl RunState {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// A state stored with [`RunState::to_json`].
+    /// A state stored with [`AgentState::to_json`].
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(text)
     }
