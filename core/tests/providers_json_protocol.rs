@@ -137,6 +137,17 @@ fn bad_answers_are_refused_with_a_reason() {
         ErrorCode::IncompleteArguments
     );
     assert!(p.parse("[]").unwrap().calls.is_empty());
+    for prose in [
+        "Es klingt, als wärst du frustriert.",
+        "[\"a\", \"b\"]",
+        "{\"toolCalls\": [1, 2]}",
+    ] {
+        assert_eq!(
+            p.parse(prose).unwrap_err().code,
+            ErrorCode::MalformedArguments,
+            "{prose}"
+        );
+    }
     let plan = p.parse("{\"toolCalls\": [{\"name\": \"a\", \"arguments\": {}}, {\"tool\": \"b\", \"params\": {}}]}").unwrap();
     assert_eq!(plan.calls[0].tool, "a");
     assert_eq!(plan.calls[1].id, "call_1");

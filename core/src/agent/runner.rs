@@ -282,8 +282,8 @@ impl Agent {
         }
     }
 
-    pub(crate) fn engine_specs(&self) -> Vec<crate::spec::ToolSpec> {
-        self.engine.specs()
+    pub(crate) fn engine_specs(&self, caller: &Caller) -> Vec<crate::spec::ToolSpec> {
+        self.engine.specs_for(caller)
     }
 
     pub(crate) fn answering_model(&self) -> &Arc<dyn ModelClient> {
@@ -312,7 +312,8 @@ impl Agent {
     }
 
     async fn drive(&self, ctx: &mut Ctx<'_>) -> RunOutcome {
-        let specs = self.engine.specs();
+        // Only the tools this caller may use, hidden parameters removed.
+        let specs = self.engine.specs_for(&ctx.caller);
         loop {
             if let Some(reason) = self.limit_reached(ctx) {
                 return wrap_up::final_answer(self, ctx, reason, &specs).await;
@@ -327,8 +328,10 @@ impl Agent {
             } else {
                 self.answering_model().clone()
             };
-            let offer_tools = planning || self.options.responder_tools;
             let json = self.json_protocol().cloned();
+            // With the JSON protocol the plan is made once; after its results the responder
+            // only answers.
+            let offer_tools = planning || (self.options.responder_tools && json.is_none());
             let spec = match (&json, offer_tools) {
                 (Some(p), true) => CallSpec {
                     tools: Vec::new(),
@@ -338,7 +341,15 @@ impl Agent {
                     response_schema: Some(p.response_schema(&specs)),
                     hold_text: true,
                 },
-                _ => CallSpec {
+                (Some(_), false) => CallSpec {
+                    tools: Vec::new(),
+                    tool_choice: ToolChoice::None,
+                    system: self.options.system.clone(),
+                    note: None,
+                    response_schema: None,
+                    hold_text: false,
+                },
+                (None, _) => CallSpec {
                     tools: specs.clone(),
                     tool_choice: if offer_tools {
                         ToolChoice::Auto
@@ -489,7 +500,7 @@ impl Agent {
                 tools: if json_step {
                     Vec::new()
                 } else {
-                    self.engine.specs()
+                    self.engine.specs_for(&ctx.caller)
                 },
                 tool_choice: ToolChoice::None,
                 system: self.options.system.clone(),

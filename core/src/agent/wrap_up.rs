@@ -152,7 +152,7 @@ pub(crate) async fn ask(agent: &Agent, ctx: &mut Ctx<'_>, needs: Vec<NeedsCall>)
         tools: if json {
             Vec::new()
         } else {
-            agent.engine_specs()
+            agent.engine_specs(&ctx.caller)
         },
         tool_choice: ToolChoice::None,
         system: agent.get_options().system.clone(),

@@ -164,6 +164,19 @@ impl JsonProtocol {
     /// Parses the model's answer into a batch. The text may be fenced or slightly broken JSON
     /// (it is repaired); a bare array is taken as the list of calls.
     pub fn parse(&self, text: &str) -> Result<JsonPlan, ToolError> {
+        let body = text.trim();
+        let body = body
+            .strip_prefix("```json")
+            .or_else(|| body.strip_prefix("```"))
+            .unwrap_or(body)
+            .trim_start();
+        // Prose is not a plan, however leniently JSON repair would read it.
+        if !body.starts_with('{') && !body.starts_with('[') {
+            return Err(ToolError::new(
+                ErrorCode::MalformedArguments,
+                "the answer is not a JSON object with a `toolCalls` array",
+            ));
+        }
         let limits = Limits::default();
         let parsed = parse_text(text, &limits)?;
         let (list, reasoning) = match &parsed.value {
@@ -195,6 +208,12 @@ impl JsonProtocol {
         };
         let mut calls = Vec::with_capacity(list.len());
         for (i, item) in list.iter().enumerate() {
+            if !item.is_object() {
+                return Err(ToolError::new(
+                    ErrorCode::MalformedArguments,
+                    format!("tool call {i} must be an object with `tool` and `params`"),
+                ));
+            }
             let field = |keys: &[&str]| keys.iter().find_map(|k| item.get(*k)).cloned();
             let id = field(&["id"])
                 .and_then(|v| match v {
