@@ -386,12 +386,13 @@ impl Agent {
             let answer = Answer { turn, ..answer };
             // A JSON plan is never shown: it is for tooljig, not the user.
             answer.complete_events(ctx, !json_step && answer.turn.tool_calls.is_empty());
-            ctx.emit(StreamEvent::StepFinish {
+            let step_finish = StreamEvent::StepFinish {
                 step,
                 finish_reason: answer.turn.finish_reason,
                 usage: answer.turn.usage,
-            });
+            };
             if answer.turn.tool_calls.is_empty() {
+                ctx.emit(step_finish);
                 return self.answer(ctx, answer, planning, json_step, plan_ok).await;
             }
             // The model's message, then the batch.
@@ -401,6 +402,8 @@ impl Agent {
                 answer.turn.message()
             });
             let results = self.execute(ctx, &answer.turn).await;
+            // A step is the model call and the batch it asked for, as the AI SDK counts it.
+            ctx.emit(step_finish);
             ctx.tools_ran = true;
             let call_ids = answer
                 .turn
