@@ -4,8 +4,9 @@
 //!   typical schema, run, output checked): the per-call cost of the whole path. Target:
 //!   at most 5 µs per call at N = 10,000 on a 2-core machine.
 //! - `parallel_sleep/100x50ms`: 100 independent calls that each sleep 50 ms. Target: ≤ 55 ms.
-//! - `chain/10x10ms`: 10 calls, each depending on the one before, each sleeping 10 ms.
-//!   Target: ≤ 110 ms.
+//! - `chain/10x10ms/{sleep,busy}`: 10 calls, each depending on the one before, each taking
+//!   10 ms (a tokio sleep, or a precise std sleep on a blocking thread). Target: ≤ 110 ms.
+//! - `baseline/*`: the same waits without tooljig, to tell the engine's cost from the timer's.
 //!
 //! Run with `cargo bench -p tooljig --bench engine`; figures go to `BENCHMARKS.md`.
 
@@ -40,6 +41,20 @@ fn engine() -> Engine {
             |_, _| async { Ok(Value::Null) },
         ))
         .expect("noop registers");
+    engine
+        .register(Tool::from_fn(
+            "busy",
+            "Takes `ms` milliseconds on a blocking thread (a precise std sleep).",
+            json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}),
+            |args, _| async move {
+                let ms = args["ms"].as_u64().unwrap_or(0);
+                tokio::task::spawn_blocking(move || std::thread::sleep(Duration::from_millis(ms)))
+                    .await
+                    .map_err(tooljig::HandlerError::unexpected)?;
+                Ok(Value::Null)
+            },
+        ))
+        .expect("busy registers");
     engine
         .register(Tool::from_fn(
             "sleep",
@@ -109,31 +124,68 @@ fn sleeping(c: &mut Criterion) {
         )
     });
 
-    let chain: Vec<Call> = (0..10)
-        .map(|i| {
-            let call = Call::new(format!("s{i}"), "sleep", json!({"ms": 10}));
-            if i == 0 {
-                call
-            } else {
-                call.depends_on(format!("s{}", i - 1))
+    for tool in ["sleep", "busy"] {
+        let chain: Vec<Call> = (0..10)
+            .map(|i| {
+                let call = Call::new(format!("s{i}"), tool, json!({"ms": 10}));
+                if i == 0 {
+                    call
+                } else {
+                    call.depends_on(format!("s{}", i - 1))
+                }
+            })
+            .collect();
+        group.bench_function(format!("chain/10x10ms/{tool}"), |b| {
+            b.to_async(&rt).iter_batched(
+                || chain.clone(),
+                |calls| async {
+                    let out = engine
+                        .run(calls, Caller::default(), BatchOptions::default())
+                        .await;
+                    assert!(out.results.iter().all(|r| r.envelope.is_ok()));
+                    out
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+/// The same waits without tooljig, to tell the engine's cost from the timer's: tokio's timer
+/// has a 1 ms resolution and rounds every sleep up to its next tick.
+fn baseline(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("baseline");
+    group.sample_size(20);
+    group.measurement_time(Duration::from_secs(4));
+    group.bench_function("tokio_parallel_sleep/100x50ms", |b| {
+        b.to_async(&rt).iter(|| async {
+            let sleeps =
+                (0..100).map(|_| tokio::spawn(tokio::time::sleep(Duration::from_millis(50))));
+            futures::future::join_all(sleeps).await
+        })
+    });
+    group.bench_function("tokio_sleep_chain/10x10ms", |b| {
+        b.to_async(&rt).iter(|| async {
+            for _ in 0..10 {
+                tokio::spawn(tokio::time::sleep(Duration::from_millis(10)))
+                    .await
+                    .expect("the sleep task");
             }
         })
-        .collect();
-    group.bench_function("chain/10x10ms", |b| {
-        b.to_async(&rt).iter_batched(
-            || chain.clone(),
-            |calls| async {
-                let out = engine
-                    .run(calls, Caller::default(), BatchOptions::default())
-                    .await;
-                assert!(out.results.iter().all(|r| r.envelope.is_ok()));
-                out
-            },
-            BatchSize::SmallInput,
-        )
+    });
+    group.bench_function("std_sleep_chain/10x10ms", |b| {
+        b.to_async(&rt).iter(|| async {
+            for _ in 0..10 {
+                tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(10)))
+                    .await
+                    .expect("the blocking sleep");
+            }
+        })
     });
     group.finish();
 }
 
-criterion_group!(benches, overhead, sleeping);
+criterion_group!(benches, overhead, sleeping, baseline);
 criterion_main!(benches);

@@ -60,41 +60,55 @@ pub struct Outcome {
     pub problems: Vec<String>,
 }
 
-/// Runs every vector under `dir`, concurrently, and returns one outcome per file.
+/// How many vectors run at once. Each has its own runtime on its own thread, so one vector's
+/// CPU-heavy step cannot stall another's timers and break its timing facts.
+const PARALLEL_VECTORS: usize = 8;
+
+/// Runs every vector under `dir`, several at a time, and returns one outcome per file, in
+/// file order.
 pub fn run_dir(dir: &Path) -> Result<Vec<Outcome>, String> {
     let files = discover(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
     if files.is_empty() {
         return Err(format!("no *.json vectors under {}", dir.display()));
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(async {
-        let tasks: Vec<_> = files
-            .into_iter()
-            .map(|path| {
-                let file = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
-                tokio::spawn(async move {
-                    let (name, problems) = run_file(&path).await;
-                    Outcome {
-                        file,
-                        name,
-                        problems,
+    let queue = std::sync::Mutex::new(files.iter().enumerate().collect::<Vec<_>>());
+    let done = std::sync::Mutex::new(Vec::with_capacity(files.len()));
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..PARALLEL_VECTORS.min(files.len()))
+            .map(|_| {
+                scope.spawn(|| -> Result<(), String> {
+                    let rt = tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(2)
+                        .enable_all()
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                    loop {
+                        let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                        let Some((index, path)) = next else {
+                            return Ok(());
+                        };
+                        let (name, problems) = rt.block_on(run_file(path));
+                        let file = path.strip_prefix(dir).unwrap_or(path).to_path_buf();
+                        let outcome = Outcome {
+                            file,
+                            name,
+                            problems,
+                        };
+                        done.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((index, outcome));
                     }
                 })
             })
             .collect();
-        let mut outcomes = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            outcomes.push(
-                task.await
-                    .map_err(|e| format!("a vector task failed: {e}"))?,
-            );
-        }
-        Ok(outcomes)
-    })
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .map_err(|_| "a vector runner thread panicked".to_string())?
+        })
+    })?;
+    let mut outcomes = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    outcomes.sort_by_key(|(index, _)| *index);
+    Ok(outcomes.into_iter().map(|(_, o)| o).collect())
 }
 
 /// Reads, runs and checks one file: the vector's name and its problems.
@@ -176,9 +190,22 @@ pub async fn run_vector(v: Vector) -> Vec<String> {
     }
     let (engine, audit) = guards::configure(engine, &v.engine);
     let caller = v.caller.clone();
-    guards::check_visibility(&engine, &caller, v.expect.visible.as_ref(), v.expect.model_schemas.as_ref(), &mut problems);
+    guards::check_visibility(
+        &engine,
+        &caller,
+        v.expect.visible.as_ref(),
+        v.expect.model_schemas.as_ref(),
+        &mut problems,
+    );
     let out = engine.run(v.calls, v.caller, v.options).await;
-    guards::check_audit(&audit, 0, &out.results, v.expect.audit.as_ref(), &mut problems).await;
+    guards::check_audit(
+        &audit,
+        0,
+        &out.results,
+        v.expect.audit.as_ref(),
+        &mut problems,
+    )
+    .await;
     guards::run_steps(&engine, &audit, &caller, v.then, &mut problems).await;
     if let Some(expected) = &v.expect.results {
         compare::results(expected, &out.results, &mut problems);
