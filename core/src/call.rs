@@ -1,5 +1,6 @@
 //! A call the model proposed, and what became of it.
 
+use crate::approval::ApprovalInfo;
 use crate::envelope::Envelope;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -23,6 +24,10 @@ pub struct Call {
     /// Run even when a dependency failed (references to a failed call still refuse it).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub run_if_dependency_failed: bool,
+    /// The app's idempotency key for this call (a request id, the provider's call id), used
+    /// by tools whose policy keys idempotency on it. Never set by the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 impl Call {
@@ -38,7 +43,14 @@ impl Call {
             arguments: arguments.into(),
             depends_on: Vec::new(),
             run_if_dependency_failed: false,
+            idempotency_key: None,
         }
+    }
+
+    /// Sets the app's idempotency key.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
     }
 
     /// Adds a dependency.
@@ -58,6 +70,8 @@ pub enum CallStatus {
     PendingApproval,
     /// Waiting for someone else (a client) to run it and submit the result.
     PendingExternal,
+    /// Not started: a call it depends on is pending; it runs when the run is resumed.
+    Waiting,
 }
 
 /// The result of one call: the envelope for the model, and what the app needs beside it.
@@ -92,6 +106,17 @@ pub struct CallResult {
     /// What the model must not see: an unexpected failure's message, traceback or stack.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The approval this call needed: pending (id, arguments hash, risk, who asked) or
+    /// decided (by whom, when, or which rule or preference allowed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalInfo>,
+    /// An earlier call with the same idempotency key stopped without finishing (its process
+    /// died); its lease expired, so this call ran again. Its effect may have happened twice.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovered: bool,
+    /// Hidden parameters: what was injected, and what the model tried to set (dropped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<crate::hidden::HiddenNote>,
 }
 
 impl CallResult {
@@ -115,6 +140,9 @@ impl CallResult {
             finished_us: 0,
             duration_us: 0,
             detail: None,
+            approval: None,
+            recovered: false,
+            hidden: Vec::new(),
         }
     }
 

@@ -40,6 +40,10 @@ pub struct BatchOptions {
     /// Handed to every handler of the batch as [`crate::ToolContext::host`].
     #[serde(skip)]
     pub host: Option<crate::handler::HostData>,
+    /// All or nothing: once a call fails, no further call starts, and the calls that
+    /// completed are compensated (see `docs/durable-runs.md`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub atomic: bool,
 }
 
 /// Default of [`BatchOptions::concurrency`].
@@ -52,6 +56,13 @@ pub struct BatchResult {
     pub results: Vec<CallResult>,
     /// Wall time of the batch, in µs.
     pub duration_us: u64,
+    /// The run's id, when it was persisted (it suspended, can be rolled back, or the
+    /// engine has a state store): pass it to `resume` or `rollback`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// What an atomic batch's automatic rollback did, when a call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<crate::rollback::RollbackReport>,
 }
 
 impl BatchResult {
@@ -72,6 +83,10 @@ impl BatchResult {
 pub struct Engine {
     registry: Registry,
     limits: Limits,
+    /// Access, hidden arguments, rate limits, cache, audit, telemetry (`guards.rs`).
+    pub(crate) guards: Arc<crate::guards::Guards>,
+    /// State store, approval rules, compensations (`durable.rs`).
+    pub(crate) durable: Arc<crate::durable::Durable>,
 }
 
 impl Engine {
@@ -85,6 +100,8 @@ impl Engine {
         Engine {
             registry: Registry::new(resources),
             limits: Limits::default(),
+            guards: Default::default(),
+            durable: Default::default(),
         }
     }
 
@@ -113,16 +130,28 @@ impl Engine {
     /// Never fails: every refusal and failure is an envelope.
     pub async fn run(
         &self,
-        calls: Vec<Call>,
+        mut calls: Vec<Call>,
         caller: Caller,
         options: BatchOptions,
     ) -> BatchResult {
-        Batch::new(self, calls, caller, options).drive().await
+        // Durable runs (`run.rs`): the batch is a run that may suspend, resume, roll back.
+        crate::run::number_calls(&mut calls);
+        let pass = crate::run::Pass::fresh(self, &calls);
+        let kept = (calls.clone(), caller.clone(), options.clone());
+        let out = Batch::new(self, calls, caller, options, pass.clone())
+            .drive()
+            .await;
+        let out = crate::run::finish_pass(self, &pass, kept, out).await;
+        // Step 11: the batch's audit records are durable before the app sees its results.
+        self.guards.flush().await;
+        out
     }
 }
 
 /// What the driver knows about one call while the batch runs.
 struct Slot {
+    /// A pending call this one waits for (it runs when the run resumes).
+    waiting_for: Option<usize>,
     id: String,
     tool: String,
     repaired: bool,
@@ -133,7 +162,7 @@ struct Slot {
     result: Option<CallResult>,
 }
 
-struct Batch {
+pub(crate) struct Batch {
     slots: Vec<Slot>,
     ready: VecDeque<usize>,
     caller: Arc<Caller>,
@@ -144,22 +173,40 @@ struct Batch {
     deadline: Option<Duration>,
     concurrency: usize,
     finished: usize,
+    /// The tools this batch was planned against (policies for the audit records).
+    tools: crate::registry::Snapshot,
+    guards: Arc<crate::guards::Guards>,
+    /// The model's arguments per call, kept only when auditing, for calls refused unparsed.
+    raw_arguments: Vec<Value>,
+    /// The run this pass belongs to and what earlier passes settled.
+    pass: crate::run::Pass,
+    atomic: bool,
+    /// In an atomic batch, the first call that failed: nothing starts after it.
+    atomic_failed: Option<usize>,
 }
 
 impl Batch {
-    fn new(engine: &Engine, calls: Vec<Call>, caller: Caller, options: BatchOptions) -> Batch {
+    pub(crate) fn new(
+        engine: &Engine,
+        calls: Vec<Call>,
+        caller: Caller,
+        options: BatchOptions,
+        pass: crate::run::Pass,
+    ) -> Batch {
         let start = Instant::now();
-        let plan = Plan::build(
-            calls,
-            &engine.registry.snapshot(),
-            &engine.limits,
-            options.max_calls,
-        );
+        let tools = engine.registry.snapshot();
+        let raw_arguments = if engine.guards.audits() {
+            calls.iter().map(|c| c.arguments.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        let plan = Plan::build(calls, &tools, &engine.limits, options.max_calls);
         let mut slots: Vec<Slot> = plan
             .entries
             .into_iter()
             .map(|e| match e {
                 Entry::Ready(node) => Slot {
+                    waiting_for: None,
                     id: node.id.to_string(),
                     tool: node.tool.spec.name.clone(),
                     repaired: node.repaired,
@@ -170,6 +217,7 @@ impl Batch {
                     result: None,
                 },
                 Entry::Refused(r) => Slot {
+                    waiting_for: None,
                     id: r.call_id.clone(),
                     tool: r.tool.clone(),
                     repaired: r.repaired,
@@ -181,6 +229,14 @@ impl Batch {
                 },
             })
             .collect();
+        // A resumed run: calls settled in earlier passes keep their results.
+        for slot in slots.iter_mut() {
+            if let Some(r) = pass.settled(&slot.id) {
+                slot.node = None;
+                slot.waiting_on = 0;
+                slot.result = Some(r);
+            }
+        }
         for i in 0..slots.len() {
             let deps = slots[i]
                 .node
@@ -202,6 +258,12 @@ impl Batch {
             deadline: options.deadline_ms.map(Duration::from_millis),
             concurrency: options.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
             finished: 0,
+            tools,
+            guards: engine.guards.clone(),
+            raw_arguments,
+            pass,
+            atomic: options.atomic,
+            atomic_failed: None,
         };
         batch.emit(|at_us| Event::BatchStarted {
             at_us,
@@ -247,10 +309,29 @@ impl Batch {
     /// Records a finished call and releases the calls waiting on it.
     fn settle(&mut self, i: usize) {
         self.finished += 1;
+        // Step 11: every result passes here, planning refusals included.
+        // A resumed run's calls settled in earlier passes were audited then.
+        if let Some(r) = self.slots[i]
+            .result
+            .as_ref()
+            .filter(|r| !self.pass.carried_over(&r.call_id))
+        {
+            let policy = self.tools.get(&r.tool).map(|t| &t.spec.policy);
+            self.guards
+                .settle(r, &self.caller, policy, self.raw_arguments.get(i));
+        }
         let failed = !self.slots[i]
             .result
             .as_ref()
             .is_some_and(|r| r.envelope.is_ok());
+        // A pending call has not failed: the calls after it wait for the run's resume.
+        let pending = self.slots[i]
+            .result
+            .as_ref()
+            .is_some_and(|r| r.status != crate::call::CallStatus::Done);
+        if self.atomic && failed && !pending && self.atomic_failed.is_none() {
+            self.atomic_failed = Some(i);
+        }
         if let (Some(r), Some(tx)) = (&self.slots[i].result, &self.events) {
             let _ = tx.send(Event::CallFinished {
                 at_us: self.start.elapsed().as_micros() as u64,
@@ -259,7 +340,13 @@ impl Batch {
         }
         for d in std::mem::take(&mut self.slots[i].dependents) {
             let slot = &mut self.slots[d];
-            if failed && slot.dependency_failed.is_none() {
+            let hard = slot
+                .node
+                .as_ref()
+                .is_some_and(|n| n.order_only.binary_search(&i).is_err());
+            if pending {
+                slot.waiting_for.get_or_insert(i);
+            } else if failed && hard && slot.dependency_failed.is_none() {
                 slot.dependency_failed = Some(i);
             }
             slot.waiting_on -= 1;
@@ -283,8 +370,56 @@ impl Batch {
         self.settle(i);
     }
 
+    /// Leaves a call unstarted until the pending call it depends on is settled.
+    fn finish_waiting(&mut self, i: usize, blocker: usize) {
+        let (code, why) = match self.slots[blocker].result.as_ref().map(|r| r.status) {
+            Some(crate::call::CallStatus::PendingExternal) => {
+                (ErrorCode::PendingExternal, "waits for a client's result")
+            }
+            Some(crate::call::CallStatus::PendingApproval) => {
+                (ErrorCode::PendingApproval, "waits for a human decision")
+            }
+            _ => (
+                self.slots[blocker]
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.envelope.code())
+                    .unwrap_or(ErrorCode::PendingApproval),
+                "waits in turn for a pending call",
+            ),
+        };
+        let message = format!(
+            "not run yet: it depends on call {:?}, which {why}; it runs when the run is resumed",
+            self.call_id(blocker)
+        );
+        let slot = &mut self.slots[i];
+        slot.node = None;
+        let mut r = CallResult::refused(
+            slot.id.clone(),
+            slot.tool.clone(),
+            Envelope::error(code, message),
+        );
+        r.status = crate::call::CallStatus::Waiting;
+        r.repaired = slot.repaired;
+        r.finished_us = self.start.elapsed().as_micros() as u64;
+        self.slots[i].result = Some(r);
+        self.settle(i);
+    }
+
     /// Turns a ready call into a job, or refuses it when a dependency let it down.
     fn prepare(&mut self, i: usize) -> Option<Job> {
+        if let Some(blocker) = self.slots[i].waiting_for {
+            self.finish_waiting(i, blocker);
+            return None;
+        }
+        if let Some(failed) = self.atomic_failed {
+            let msg = format!(
+                "the call was not run: call {:?} of this atomic batch failed, so the batch is rolled back",
+                self.call_id(failed)
+            );
+            self.finish_unrun(i, ErrorCode::Cancelled, msg);
+            return None;
+        }
         if let Some(dep) = self.slots[i].dependency_failed {
             let run_anyway = self.slots[i]
                 .node
@@ -321,6 +456,7 @@ impl Batch {
                 return None;
             }
         }
+        let durable = self.pass.call(&node.id);
         Some(Job {
             id: node.id,
             tool: node.tool,
@@ -331,51 +467,63 @@ impl Batch {
             batch_start: self.start,
             events: self.events.clone(),
             host: self.host.clone(),
+            guards: self.guards.clone(),
+            durable,
         })
     }
 
-    async fn drive(mut self) -> BatchResult {
+    pub(crate) async fn drive(mut self) -> BatchResult {
         let total = self.slots.len();
         let mut running: JoinSet<(usize, CallResult)> = JoinSet::new();
-        let mut in_flight: Vec<usize> = Vec::new();
+        let mut in_flight = vec![false; total];
+        // One cancellation waiter and one deadline timer for the whole batch, not one of
+        // each per finished call: with thousands of calls they showed in the profile.
+        let cancel = self.cancel.clone();
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
         let deadline = self
             .deadline
             .map(|d| tokio::time::Instant::from_std(self.start) + d);
+        let expired = async move {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(expired);
         let ended = loop {
             while running.len() < self.concurrency {
                 let Some(i) = self.ready.pop_front() else {
                     break;
                 };
                 if let Some(job) = self.prepare(i) {
-                    in_flight.push(i);
+                    in_flight[i] = true;
                     running.spawn(async move { (i, run_job(job).await) });
                 }
             }
             if self.finished == total {
                 break None;
             }
-            let next = async {
-                match deadline {
-                    Some(at) => tokio::time::timeout_at(at, running.join_next())
-                        .await
-                        .map_err(|_| ErrorCode::DeadlineExceeded),
-                    None => Ok(running.join_next().await),
-                }
-            };
+            // A result that is ready wins over a deadline that has just passed.
             let joined = tokio::select! {
                 biased;
-                _ = self.cancel.cancelled() => Err(ErrorCode::Cancelled),
-                j = next => j,
+                _ = &mut cancelled => Err(ErrorCode::Cancelled),
+                j = running.join_next() => Ok(j),
+                _ = &mut expired => Err(ErrorCode::DeadlineExceeded),
             };
             match joined {
                 Ok(Some(Ok((i, result)))) => {
-                    in_flight.retain(|&x| x != i);
+                    in_flight[i] = false;
                     self.slots[i].result = Some(result);
                     self.settle(i);
                 }
                 // Tasks catch handler panics themselves; a join error means the task was
                 // aborted, which only this loop does after it has stopped.
-                Ok(Some(Err(_))) | Ok(None) => {}
+                Ok(Some(Err(_))) => {}
+                // Nothing runs and nothing is ready, yet calls remain: they wait on each
+                // other. Planning refuses cycles first; this keeps a missed one from spinning.
+                Ok(None) if self.ready.is_empty() => break Some(ErrorCode::DependencyCycle),
+                Ok(None) => {}
                 Err(code) => break Some(code),
             }
         };
@@ -386,13 +534,16 @@ impl Batch {
                 ErrorCode::Cancelled => {
                     "the batch was cancelled before this call finished".to_string()
                 }
+                ErrorCode::DependencyCycle => {
+                    "the call was not run: it waits on calls that wait on it".to_string()
+                }
                 _ => format!(
                     "the batch deadline of {} ms passed before this call finished",
                     self.deadline.unwrap_or_default().as_millis()
                 ),
             };
             // Calls still running, then everything that never started, in call order.
-            for i in in_flight.drain(..) {
+            for i in (0..total).filter(|&i| in_flight[i]) {
                 self.finish_unrun(i, code, message.clone());
             }
             for i in 0..total {
@@ -411,6 +562,8 @@ impl Batch {
         BatchResult {
             results,
             duration_us,
+            run_id: None,
+            rollback: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! The guard steps (hidden arguments, access, rate limits, idempotency and cache, approval,
 //! audit) slot in here, in the order of `ARCHITECTURE.md`, each refusal an envelope.
 
-use crate::call::{CallResult, CallStatus};
+use crate::call::CallResult;
 use crate::caller::Caller;
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
@@ -44,6 +44,10 @@ pub struct Job {
     pub events: Option<EventSender>,
     /// Handed to the handler as [`ToolContext::host`].
     pub host: Option<crate::handler::HostData>,
+    /// Access, hidden arguments, rate limits, cache (`guards.rs`).
+    pub guards: Arc<crate::guards::Guards>,
+    /// The call's run: state store, idempotency key, a decision taken while suspended.
+    pub durable: crate::durable::CallDurable,
 }
 
 impl Job {
@@ -59,7 +63,7 @@ impl Job {
 }
 
 /// Runs one call through the rest of its path and returns its result.
-pub async fn run_job(job: Job) -> CallResult {
+pub async fn run_job(mut job: Job) -> CallResult {
     let mut result = CallResult::refused(
         job.id.as_ref(),
         job.tool.spec.name.clone(),
@@ -68,6 +72,10 @@ pub async fn run_job(job: Job) -> CallResult {
     result.repaired = job.repaired;
 
     // Step 3: hidden arguments and resolvers (guardrails I) go here, before validation.
+    // Static access (step 5's flags, roles, scopes) runs first: see guards.rs.
+    if crate::guards::admit(&mut job, &mut result).await.is_break() {
+        return result;
+    }
 
     // Step 4: validate against the schema compiled at registration.
     if !job.tool.input.is_valid(&job.arguments) {
@@ -81,19 +89,29 @@ pub async fn run_job(job: Job) -> CallResult {
 
     // Step 5: access (enabled flags, roles, scopes, policy hook)      — guardrails I
     // Step 6: rate limit per tool per principal                        — guardrails I
+    if crate::guards::authorize(&mut job, &mut result).await.is_break() {
+        return result;
+    }
     // Step 7: idempotency (guardrails II) and read cache (guardrails I)
-    // Step 8: approval (guardrails II)
-    // Each is a function in its own file returning `Result<_, Envelope>`; a refusal ends here.
+    let cache_slot = match crate::guards::cache_lookup(&mut job, &mut result).await {
+        std::ops::ControlFlow::Break(()) => return result,
+        std::ops::ControlFlow::Continue(slot) => slot,
+    };
+    // Steps 7 (idempotency) and 8 (approval): see durable.rs.
+    let guarded = crate::durable::before(&mut job, &mut result).await;
+    if !guarded.proceed {
+        result.finished_us = job.since_start();
+        result.arguments = Some(job.arguments);
+        crate::durable::after(&job.durable, guarded, &mut result).await;
+        return result;
+    }
 
     // Step 9: execute, or hand over to whoever runs client-side tools.
     let Some(handler) = job.tool.handler.clone() else {
-        result.status = CallStatus::PendingExternal;
-        result.envelope = Envelope::error(
-            ErrorCode::PendingExternal,
-            "this tool runs on the client; its result has not arrived yet",
-        );
+        crate::external::park(&job, &mut result).await;
         result.finished_us = job.since_start();
         result.arguments = Some(job.arguments);
+        crate::durable::after(&job.durable, guarded, &mut result).await;
         return result;
     };
     let policy = &job.tool.spec.policy;
@@ -169,6 +187,8 @@ pub async fn run_job(job: Job) -> CallResult {
     result.envelope = envelope;
     result.finished_us = job.since_start();
     result.arguments = Some(job.arguments);
+    crate::durable::after(&job.durable, guarded, &mut result).await;
+    crate::guards::cache_store(&job.guards, cache_slot, &result).await;
     // Step 11: audit every outcome and register compensations (guardrails I and II).
     result
 }

@@ -3,8 +3,16 @@
 //! A policy is plain data (serde), so bindings pass it as a dict or an object and conformance
 //! vectors spell it in JSON. Guardrail issues add their own fields here (scopes, risk, ...).
 
+use crate::approval::ApprovalPolicy;
+use crate::access::Effect;
+use crate::audit::Redaction;
+use crate::cache::CachePolicy;
 use crate::error_code::ErrorCode;
+use crate::hidden::HiddenParam;
+use crate::rate_limit::RateLimit;
+use crate::idempotency::IdempotencyPolicy;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Per-tool execution policy. Every field has a sensible default.
@@ -21,6 +29,48 @@ pub struct Policy {
     pub max_output_bytes: Option<usize>,
     /// What to do with an output over `max_output_bytes`.
     pub on_output_too_large: OversizeOutput,
+    /// How much harm a wrong call can do; approval rules key on it.
+    pub risk: Risk,
+    /// Whether duplicate calls are recognised and run once (see `docs/durable-runs.md`).
+    pub idempotency: IdempotencyPolicy,
+    /// Whether a human must approve a call before it runs.
+    pub approval: ApprovalPolicy,
+    /// A tool that undoes this one on rollback; it receives `{"arguments", "result"}`.
+    pub compensation: Option<String>,
+    // Guardrails I (docs/guardrails.md): access, hidden arguments, limits, cache, audit.
+    /// What the tool does to the world; only `read` tools may be cached.
+    pub effect: Effect,
+    /// The tool's own enabled flag: the default when no settings level speaks.
+    pub enabled: bool,
+    /// Scopes the caller must hold, all of them; `a|b` accepts either.
+    pub scopes: Vec<String>,
+    /// Roles allowed to use the tool, any of them; empty allows every role.
+    pub roles: Vec<String>,
+    /// Parameters the model never fills: from the caller's context or a resolver.
+    pub hidden: BTreeMap<String, HiddenParam>,
+    /// Rate limits; a call must fit in every one of them.
+    pub rate_limits: Vec<RateLimit>,
+    /// Caches successful results (read tools only).
+    pub cache: Option<CachePolicy>,
+    /// How arguments appear in the audit record, per top-level field or JSON pointer.
+    pub redact: BTreeMap<String, Redaction>,
+    /// Whether the audit record keeps the data the tool returned (redacted like the arguments).
+    pub audit_output: bool,
+}
+
+/// How much harm a wrong call of a tool can do.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    /// Reads, or effects that are easy to undo.
+    #[default]
+    Low,
+    /// Effects a person would want to know about.
+    Medium,
+    /// Effects that are costly or impossible to undo (payments, emails, deletions).
+    High,
 }
 
 impl Default for Policy {
@@ -31,6 +81,19 @@ impl Default for Policy {
             after: Vec::new(),
             max_output_bytes: None,
             on_output_too_large: OversizeOutput::Truncate,
+            risk: Risk::Low,
+            idempotency: IdempotencyPolicy::default(),
+            approval: ApprovalPolicy::default(),
+            compensation: None,
+            effect: Effect::default(),
+            enabled: true,
+            scopes: Vec::new(),
+            roles: Vec::new(),
+            hidden: BTreeMap::new(),
+            rate_limits: Vec::new(),
+            cache: None,
+            redact: BTreeMap::new(),
+            audit_output: false,
         }
     }
 }
@@ -64,6 +127,77 @@ impl Policy {
     /// The per-attempt timeout as a duration.
     pub fn timeout_duration(&self) -> Option<Duration> {
         self.timeout_ms.map(Duration::from_millis)
+    }
+}
+
+/// Builders of the guardrail fields (docs/guardrails.md).
+impl Policy {
+    /// Requires these scopes (all of them; `a|b` accepts either).
+    pub fn scopes<I: IntoIterator<Item = S>, S: Into<String>>(mut self, scopes: I) -> Self {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Allows only callers holding one of these roles.
+    pub fn roles<I: IntoIterator<Item = S>, S: Into<String>>(mut self, roles: I) -> Self {
+        self.roles.extend(roles.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the effect (read, write, external).
+    pub fn effect(mut self, effect: Effect) -> Self {
+        self.effect = effect;
+        self
+    }
+
+    /// Sets the tool's own enabled flag.
+    pub fn enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
+        self
+    }
+
+    /// Declares a hidden parameter.
+    pub fn hidden(mut self, parameter: impl Into<String>, source: HiddenParam) -> Self {
+        self.hidden.insert(parameter.into(), source);
+        self
+    }
+
+    /// Adds a rate limit.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limits.push(limit);
+        self
+    }
+
+    /// Caches successful results (the tool must be a `read` tool).
+    pub fn cache(mut self, cache: CachePolicy) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// Sets how a field (a top-level name or a JSON pointer) appears in the audit record.
+    pub fn redact(mut self, field: impl Into<String>, how: Redaction) -> Self {
+        self.redact.insert(field.into(), how);
+        self
+    }
+
+    /// Checks the guardrail fields at registration.
+    pub fn check_guards(&self) -> Result<(), String> {
+        crate::hidden::check_policy(&self.hidden)?;
+        for limit in &self.rate_limits {
+            limit.check()?;
+        }
+        if let Some(cache) = &self.cache {
+            if self.effect != Effect::Read {
+                return Err(format!(
+                    "cache is only allowed for tools whose effect is \"read\", this one is {:?}",
+                    self.effect
+                ));
+            }
+            if cache.ttl_ms == 0 {
+                return Err("cache.ttl_ms must be at least 1".into());
+            }
+        }
+        Ok(())
     }
 }
 

@@ -97,6 +97,12 @@ impl Registry {
                 message: "retry.attempts must be at least 1 (the first attempt counts)".into(),
             });
         }
+        spec.policy
+            .check_guards()
+            .map_err(|message| RegistrationError::InvalidPolicy {
+                tool: spec.name.clone(),
+                message,
+            })?;
         let input =
             CompiledSchema::compile(&spec.input_schema, &self.resources).map_err(|message| {
                 RegistrationError::InvalidSchema {

@@ -146,6 +146,9 @@ pub(crate) struct Pass {
     pub run_id: Arc<str>,
     pub resumed: bool,
     settled: Arc<HashMap<String, CallResult>>,
+    /// Of `settled`, the calls whose outcome is new in this pass (a decision or a client
+    /// result arrived): they are audited and recorded; the rest were already.
+    changed: Arc<std::collections::HashSet<String>>,
     approved: Arc<HashMap<String, ApprovalRecord>>,
     keys: Arc<HashMap<String, String>>,
 }
@@ -161,6 +164,7 @@ impl Pass {
             run_id,
             resumed,
             settled: Default::default(),
+            changed: Default::default(),
             approved: Default::default(),
             keys: Arc::new(keys),
         }
@@ -175,6 +179,12 @@ impl Pass {
     /// The result an earlier pass settled for this call.
     pub fn settled(&self, call_id: &str) -> Option<CallResult> {
         self.settled.get(call_id).cloned()
+    }
+
+    /// Whether the call's result was settled and recorded by an earlier pass, so this pass
+    /// neither audits nor records it again.
+    pub fn carried_over(&self, call_id: &str) -> bool {
+        self.settled.contains_key(call_id) && !self.changed.contains(call_id)
     }
 
     /// The durable side of a call about to run.
@@ -292,6 +302,7 @@ impl Engine {
         };
 
         let mut settled = HashMap::new();
+        let mut changed = std::collections::HashSet::new();
         let mut approved = HashMap::new();
         for r in &record.results {
             match r.status {
@@ -320,6 +331,7 @@ impl Engine {
                             if let Some(env) = rec.refusal() {
                                 r.status = CallStatus::Done;
                                 r.envelope = env;
+                                changed.insert(r.call_id.clone());
                             }
                             settled.insert(r.call_id.clone(), r);
                         }
@@ -330,6 +342,7 @@ impl Engine {
                                 ErrorCode::ApprovalExpired,
                                 "the approval request of this call is gone (expired); it did not run",
                             );
+                            changed.insert(r.call_id.clone());
                             settled.insert(r.call_id.clone(), r);
                         }
                     }
@@ -338,12 +351,16 @@ impl Engine {
                     let r = external::settle(store, run_id, r.clone())
                         .await
                         .map_err(store_refusal)?;
+                    if r.status == CallStatus::Done {
+                        changed.insert(r.call_id.clone());
+                    }
                     settled.insert(r.call_id.clone(), r);
                 }
             }
         }
         let pass = Pass {
             settled: Arc::new(settled),
+            changed: Arc::new(changed),
             approved: Arc::new(approved),
             ..Pass::new(
                 self.durable.clone(),
@@ -409,7 +426,7 @@ async fn persist(
     let mut ran: Vec<&CallResult> = out
         .results
         .iter()
-        .filter(|r| !pass.settled.contains_key(&r.call_id))
+        .filter(|r| !pass.carried_over(&r.call_id))
         .collect();
     ran.sort_by_key(|r| r.finished_us);
     let newly_completed: Vec<String> = ran
