@@ -74,7 +74,7 @@ fn refuses_what_strict_cannot_say() {
         "",
         json!({"type": "object", "properties": {"x": {}}}),
     );
-    let tools = OpenAiChat::strict().tools(&[spec.clone()]);
+    let tools = OpenAiChat::strict().tools(std::slice::from_ref(&spec));
     assert_eq!(tools[0]["function"]["strict"], false);
     assert_eq!(tools[0]["function"]["parameters"], spec.input_schema);
 }
