@@ -225,7 +225,7 @@ impl Batch {
                     waiting_on: 0,
                     dependents: vec![],
                     dependency_failed: None,
-                    result: Some(r),
+                    result: Some(*r),
                 },
             })
             .collect();

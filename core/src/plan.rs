@@ -50,8 +50,8 @@ pub struct Plan {
 pub enum Entry {
     /// Will run once its dependencies finish.
     Ready(Node),
-    /// Refused during planning.
-    Refused(CallResult),
+    /// Refused during planning (boxed: a result is several times the size of a node).
+    Refused(Box<CallResult>),
 }
 
 impl Plan {
@@ -80,11 +80,11 @@ impl Plan {
         let mut explicit: Vec<Vec<String>> = Vec::with_capacity(calls.len());
         for (i, call) in calls.into_iter().enumerate() {
             let refuse = |code, msg: String| {
-                Entry::Refused(CallResult::refused(
+                Entry::Refused(Box::new(CallResult::refused(
                     &call.id,
                     &call.tool,
                     Envelope::error(code, msg),
-                ))
+                )))
             };
             explicit.push(Vec::new());
             if !seen.insert(call.id.clone()) {
@@ -103,7 +103,7 @@ impl Plan {
                 continue;
             }
             let Some(tool) = tools.get(&call.tool) else {
-                entries.push(Entry::Refused(unknown_tool(&call, tools)));
+                entries.push(Entry::Refused(Box::new(unknown_tool(&call, tools))));
                 continue;
             };
             let parsed = match parse_arguments(&call.arguments, limits) {
@@ -112,7 +112,7 @@ impl Plan {
                     let mut r =
                         CallResult::refused(&call.id, tool.spec.name.clone(), Envelope::Error(e));
                     r.repaired = false;
-                    entries.push(Entry::Refused(r));
+                    entries.push(Entry::Refused(Box::new(r)));
                     continue;
                 }
             };
@@ -211,7 +211,7 @@ fn refuse_in_place(entry: &mut Entry, code: ErrorCode, message: String) {
             Envelope::error(code, message),
         );
         r.repaired = n.repaired;
-        *entry = Entry::Refused(r);
+        *entry = Entry::Refused(Box::new(r));
     }
 }
 
