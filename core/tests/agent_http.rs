@@ -389,3 +389,55 @@ async fn a_model_that_loops_over_http_stops_at_the_step_limit() {
         |m| m["role"] == "system" && m["content"].as_str().unwrap_or("").contains("step limit")
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn needs_then_the_answer_over_http() {
+    let server = Server::start(|req, _| {
+        let msgs = req.body["messages"].as_array().unwrap();
+        let last_user = msgs.iter().rev().find(|m| m["role"] == "user").unwrap()["content"].clone();
+        let asked_already = msgs.iter().any(|m| m["role"] == "tool");
+        if req.body["tool_choice"] == "none" {
+            return Reply::sse(openai_sse("How long should the meeting be?", &[]), 11);
+        }
+        if last_user == "30 minutes" && msgs.last().unwrap()["role"] == "tool" {
+            return Reply::sse(openai_sse("Booked 30 minutes with Aviad.", &[]), 11);
+        }
+        let args = if last_user == "30 minutes" {
+            json!({"counterpart": "Aviad", "durationMins": 30})
+        } else {
+            json!({"counterpart": "Aviad"})
+        };
+        let id = if asked_already { "call_2" } else { "call_1" };
+        Reply::sse(openai_sse("", &[(id, "schedule_meeting", args)]), 11)
+    })
+    .await;
+    let e = Engine::new();
+    e.register(Tool::from_fn(
+        "schedule_meeting",
+        "Schedules a meeting.",
+        json!({"type": "object", "properties": {"counterpart": {"type": "string"}, "durationMins": {"type": "integer"}}, "required": ["counterpart", "durationMins"]}),
+        |a: Value, _| async move { Ok(json!({"with": a["counterpart"], "mins": a["durationMins"]})) },
+    ))
+    .unwrap();
+    let model = HttpModel::openai_compatible("gpt-test").base_url(&server.url);
+    let agent = Agent::new(Arc::new(e), Arc::new(model));
+    let mut state = AgentState::new("Book a meeting with Aviad");
+    let out = agent.run(&mut state, &Caller::default(), None).await;
+    assert_eq!(out.answer, "How long should the meeting be?");
+    assert!(matches!(out.status, RunStatus::NeedsInput { .. }));
+    let out = agent
+        .send(&mut state, "30 minutes", &Caller::default(), None)
+        .await;
+    assert_eq!(out.answer, "Booked 30 minutes with Aviad.");
+    assert_eq!(out.counters.tool_successes, 1);
+    assert_eq!(out.counters.needs_loops, 1);
+    // The second turn's request holds the needs result and the question before the answer.
+    let reqs = server.requests();
+    let msgs = reqs[2].body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant", "user"]);
+    assert_eq!(
+        msgs[2]["content"],
+        "{\"ok\":false,\"needs\":{\"durationMins\":true}}"
+    );
+}

@@ -550,3 +550,69 @@ async fn duplicate_call_ids_across_turns_are_renamed() {
     };
     assert_eq!(tool_calls[0].id, results[0].call_id);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_suspends_the_run_and_the_decision_resumes_it() {
+    let e = engine();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let s = sent.clone();
+    e.register(
+        Tool::from_fn(
+            "send_email",
+            "Sends an email.",
+            json!({"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}),
+            move |a: Value, _| {
+                s.fetch_add(1, Ordering::SeqCst);
+                async move { Ok(json!({"sent_to": a["to"]})) }
+            },
+        )
+        .policy(Policy::default().require_approval()),
+    )
+    .unwrap();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ModelTurn::calls(vec![call(
+                "e1",
+                "send_email",
+                json!({"to": "ana@example.com"}),
+            )]),
+            ModelTurn::text("Sent to Ana."),
+        ],
+    )
+    .shared();
+    let agent = Agent::new(e.clone(), model);
+    let user = Caller::principal("u1");
+    let mut state = AgentState::new("email Ana");
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (out, events) = collect(agent.run(&mut state, &user, Some(tx)), rx).await;
+    let RunStatus::Suspended { pending } = &out.status else {
+        panic!("{:?}", out.status)
+    };
+    assert_eq!(pending[0].status, CallStatus::PendingApproval);
+    assert_eq!(
+        sent.load(Ordering::SeqCst),
+        0,
+        "nothing runs before the decision"
+    );
+    let approval_id = pending[0].approval_id.clone().unwrap();
+    assert!(events.iter().any(|ev| matches!(ev,
+        StreamEvent::ToolApprovalRequest { approval_id: a, .. } if *a == approval_id)));
+    // Still pending: resuming keeps it suspended.
+    let mut state = AgentState::from_json(&state.to_json()).unwrap();
+    let again = agent.resume(&mut state, &user, None).await.unwrap();
+    assert!(matches!(again.status, RunStatus::Suspended { .. }));
+    e.decide(
+        &approval_id,
+        Decision::Approve {
+            arguments_hash: pending[0].arguments_hash.clone().unwrap(),
+            remember: None,
+        },
+        &user,
+    )
+    .await
+    .unwrap();
+    let out = agent.resume(&mut state, &user, None).await.unwrap();
+    assert_eq!(out.answer, "Sent to Ana.");
+    assert_eq!(sent.load(Ordering::SeqCst), 1);
+}

@@ -438,6 +438,7 @@ impl Agent {
                 status: r.status,
                 arguments: r.arguments.clone().unwrap_or(serde_json::Value::Null),
                 approval_id: r.approval.as_ref().and_then(|a| a.id.clone()),
+                arguments_hash: r.approval.as_ref().map(|a| a.arguments_hash.clone()),
             })
             .collect();
         if !pending.is_empty() {

@@ -76,6 +76,9 @@ pub struct PendingCall {
     /// The approval's id, when a human must decide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<String>,
+    /// The hash of the exact arguments the approval is bound to; a decision names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_hash: Option<String>,
 }
 
 /// The batch a suspended run waits on.
