@@ -15,8 +15,9 @@ use serde_json::Value;
 use tooljig::arguments::{parse_arguments, repair_json};
 use tooljig::{ErrorCode, Limits};
 
-/// Agreement reached on the 429 cases of the corpus (`docs/arguments.md`); lower fails.
-const FLOOR: f64 = 0.997;
+/// Agreement reached: 429 of 429 cases (`docs/arguments.md`). One regression on this corpus
+/// falls below it; a larger corpus of the same kinds may disagree on 0.2%.
+const FLOOR: f64 = 0.998;
 
 #[test]
 fn repair_agrees_with_jsonrepair_js() {

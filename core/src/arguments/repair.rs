@@ -5,7 +5,7 @@
 //!   continuation) becomes the escape `\n`, where the crate drops both characters;
 //! - a number written with leading zeros (`05`, `00.`, `-05e`) standing alone as a value is
 //!   quoted as written, where the crate first completes it (`00.0`, `05e0`) and then quotes
-//!   that;
+//!   that; a lone `.` is `0.0`, as the JS library's two dot rules (`.5`, `5.`) make it;
 //! - when the crate gives up at some position, a double quote shortly before it that ends a
 //!   word and has another quote after it is taken as a quote the model forgot to escape
 //!   (`"72" tall"`), escaped, and the repair retried: a bounded form of the backtracking the
@@ -24,7 +24,7 @@ const MAX_RETRY_CHARS: usize = 64 * 1024;
 
 /// Repairs `text` and parses the result.
 pub fn repair(text: &str) -> Result<Value, String> {
-    let prepared = quote_leading_zero_numbers(&continue_lines_in_strings(text));
+    let prepared = normalize_lone_numbers(&continue_lines_in_strings(text));
     let mut chars: Vec<char> = prepared.chars().collect();
     let mut first_error = None;
     for _ in 0..=MAX_ESCAPED_QUOTES {
@@ -139,12 +139,13 @@ fn continue_lines_in_strings(text: &str) -> String {
     out
 }
 
-/// Quotes, as written, numbers with leading zeros that stand alone as a value (after
-/// `[`, `,`, `:` or the start; before `]`, `}`, `,` or the end). JSON has no such numbers,
-/// and the JS `jsonrepair` keeps them as strings.
-fn quote_leading_zero_numbers(text: &str) -> String {
+/// Rewrites broken numbers that stand alone as a value (after `[`, `,`, `:` or the start;
+/// before `]`, `}`, `,` or the end) the way the JS `jsonrepair` reads them: a number with
+/// leading zeros (JSON has none) becomes the string it was written as, a lone `.` or `-.`
+/// becomes `0.0` or `-0.0`.
+fn normalize_lone_numbers(text: &str) -> String {
     let bytes = text.as_bytes();
-    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut spans: Vec<(usize, usize, String)> = Vec::new();
     let mut i = 0;
     let mut in_string: Option<u8> = None;
     let mut last_significant: Option<u8> = None;
@@ -164,7 +165,7 @@ fn quote_leading_zero_numbers(text: &str) -> String {
         }
         match b {
             b'"' | b'\'' => in_string = Some(b),
-            b'-' | b'0'..=b'9' => {
+            b'-' | b'.' | b'0'..=b'9' => {
                 let start = i;
                 while i < bytes.len()
                     && matches!(bytes[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
@@ -179,8 +180,13 @@ fn quote_leading_zero_numbers(text: &str) -> String {
                 let opens = matches!(last_significant, None | Some(b'[' | b',' | b':'));
                 let next = bytes[i..].iter().find(|c| !c.is_ascii_whitespace());
                 let closes = matches!(next, None | Some(b']' | b'}' | b','));
-                if leading_zero && opens && closes {
-                    spans.push((start, i));
+                if opens && closes {
+                    if leading_zero {
+                        spans.push((start, i, format!("\"{token}\"")));
+                    } else if digits == "." {
+                        // `.5` gains a leading zero and `5.` a trailing one; a lone dot both.
+                        spans.push((start, i, format!("{}0.0", &token[..token.len() - 1])));
+                    }
                 }
                 last_significant = Some(b'0');
                 continue;
@@ -193,13 +199,11 @@ fn quote_leading_zero_numbers(text: &str) -> String {
     if spans.is_empty() {
         return text.to_string();
     }
-    let mut out = String::with_capacity(text.len() + 2 * spans.len());
+    let mut out = String::with_capacity(text.len() + 4 * spans.len());
     let mut at = 0;
-    for (s, e) in spans {
+    for (s, e, replacement) in spans {
         out.push_str(&text[at..s]);
-        out.push('"');
-        out.push_str(&text[s..e]);
-        out.push('"');
+        out.push_str(&replacement);
         at = e;
     }
     out.push_str(&text[at..]);
@@ -259,12 +263,14 @@ mod tests {
     fn leading_zero_numbers_stay_as_written() {
         assert_eq!(repair("[05e]").unwrap(), json!(["05e"]));
         assert_eq!(repair("00.").unwrap(), json!("00."));
+        assert_eq!(repair("[., -.]").unwrap(), json!([0.0, -0.0]));
+        assert_eq!(repair("[1, 2, ...]").unwrap(), json!([1, 2]));
         assert_eq!(
             repair("{\"n\": 05, \"m\": 0.5}").unwrap(),
             json!({"n": "05", "m": 0.5})
         );
         assert_eq!(
-            quote_leading_zero_numbers("{\"id\": \"007\", x: 0}"),
+            normalize_lone_numbers("{\"id\": \"007\", x: 0}"),
             "{\"id\": \"007\", x: 0}"
         );
     }
