@@ -19,6 +19,8 @@
 //! Other rules:
 //! - `optional` (a flag on a property, or a list of names on an object) is BFCL-only and
 //!   dropped; `required` alone decides, as in BFCL's checker.
+//! - `"default": null` (Python's `Optional[int] = None`, common in the live categories) makes
+//!   the parameter nullable: `{"type": ["integer", "null"], "default": null}`.
 //! - `default` is an annotation; one that does not fit the declared type (`"false"` on a
 //!   `boolean`, `"5 years"` on an `integer`, both in the corpus) is dropped so it cannot
 //!   mislead a model.
@@ -286,6 +288,15 @@ fn convert(node: &Value, at: &str, options: &BfclOptions) -> Result<Value, Impor
             }
         }
     }
+    // `"default": null` is Python's `Optional[...] = None`: null is a value the parameter takes.
+    if out.get("default") == Some(&Value::Null) {
+        if let Some(Value::String(t)) = out.get("type") {
+            if t != "null" {
+                let nullable = json!([t, "null"]);
+                out.insert("type".into(), nullable);
+            }
+        }
+    }
     if let Some(default) = out.get("default") {
         if !fits(default, out.get("type")) {
             out.remove("default");
@@ -452,6 +463,7 @@ mod tests {
                 "grades": {"type": "dict"},
                 "n": {"type": "integer", "optional": true, "default": "5 years"},
                 "flag": {"type": "boolean", "default": true},
+                "stop": {"type": "integer", "default": null},
                 "nested": {"type": "dict", "properties": {"a": {"type": "float"}}, "required": ["a"]}
             },
             "required": ["coords", "missing"],
@@ -467,6 +479,7 @@ mod tests {
                     "grades": {"type": "object"},
                     "n": {"type": "integer"},
                     "flag": {"type": "boolean", "default": true},
+                    "stop": {"type": ["integer", "null"], "default": null},
                     "nested": {"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"], "additionalProperties": false},
                     "missing": {}
                 },
