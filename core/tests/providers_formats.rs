@@ -331,3 +331,137 @@ fn tool_call_arguments_convert_between_text_and_objects() {
     let c = ToolCall::new("1", "t", json!({"a": 1}));
     assert_eq!(c.arguments_text(), "{\"a\":1}");
 }
+
+/// A conversation with text, parallel calls and every kind of envelope.
+fn conversation() -> Vec<Message> {
+    vec![
+        Message::user("Weather in Paris and Oslo, then book?"),
+        Message::Assistant {
+            content: "Checking.".into(),
+            tool_calls: vec![
+                ToolCall::new("id_1", "get_weather", json!({"city": "Paris"})),
+                ToolCall::new("id_2", "get_weather", json!({"city": "Oslo"})),
+                ToolCall::new("id_3", "book", json!({})),
+            ],
+        },
+        Message::Tool {
+            results: vec![
+                ToolResult {
+                    call_id: "id_1".into(),
+                    name: "get_weather".into(),
+                    envelope: Envelope::Ok(json!({"temp": 21})),
+                },
+                ToolResult {
+                    call_id: "id_2".into(),
+                    name: "get_weather".into(),
+                    envelope: Envelope::Needs(vec!["date".into()]),
+                },
+                ToolResult {
+                    call_id: "id_3".into(),
+                    name: "book".into(),
+                    envelope: Envelope::Error(
+                        ToolError::new(ErrorCode::RateLimited, "slow down")
+                            .with("retry_after_ms", 10),
+                    ),
+                },
+            ],
+        },
+        Message::assistant("Paris is 21°C; for Oslo, which date?"),
+    ]
+}
+
+/// Calls compared by what they mean: arguments as objects, whatever the wire spelling.
+fn normalized(messages: &[Message]) -> Value {
+    let list: Vec<Value> = messages
+        .iter()
+        .map(|m| match m {
+            Message::Assistant { content, tool_calls } => json!({
+                "assistant": content,
+                "calls": tool_calls.iter().map(|c| json!([c.id, c.name, c.arguments_object()])).collect::<Vec<_>>(),
+            }),
+            other => serde_json::to_value(other).unwrap(),
+        })
+        .collect();
+    Value::Array(list)
+}
+
+#[test]
+fn conversations_round_trip_through_every_format() {
+    let conv = conversation();
+    for p in [
+        Provider::OpenAiChat,
+        Provider::OpenAiResponses,
+        Provider::Anthropic,
+        Provider::Gemini,
+    ] {
+        let f = p.format();
+        let wire = f.messages(&conv);
+        let back = f
+            .parse_messages(&wire)
+            .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        assert_eq!(
+            normalized(&back),
+            normalized(&conv),
+            "{p:?}: {}",
+            Value::Array(wire.clone())
+        );
+        // And the provider's shape is stable through a second trip.
+        assert_eq!(f.messages(&back), wire, "{p:?}");
+    }
+    // OpenAI keeps a system message in the list.
+    let with_system = [vec![Message::system("Be brief.")], conversation()].concat();
+    let f = OpenAiChat::default();
+    assert_eq!(
+        f.parse_messages(&f.messages(&with_system)).unwrap()[0],
+        Message::system("Be brief.")
+    );
+}
+
+#[test]
+fn gemini_results_without_ids_answer_their_calls_in_order() {
+    let f = Gemini::default();
+    let wire = vec![
+        json!({"role": "user", "parts": [{"text": "two cities"}]}),
+        json!({"role": "model", "parts": [
+            {"functionCall": {"name": "get_weather", "args": {"city": "A"}}},
+            {"functionCall": {"name": "get_weather", "args": {"city": "B"}}}
+        ]}),
+        json!({"role": "user", "parts": [
+            {"functionResponse": {"name": "get_weather", "response": {"ok": true, "data": 1}}},
+            {"functionResponse": {"name": "get_weather", "response": {"temp": 2}}}
+        ]}),
+    ];
+    let msgs = f.parse_messages(&wire).unwrap();
+    let Message::Assistant { tool_calls, .. } = &msgs[1] else {
+        panic!()
+    };
+    let Message::Tool { results } = &msgs[2] else {
+        panic!()
+    };
+    assert_eq!(results[0].call_id, tool_calls[0].id);
+    assert_eq!(results[1].call_id, tool_calls[1].id);
+    assert_ne!(tool_calls[0].id, tool_calls[1].id);
+    assert_eq!(results[0].envelope, Envelope::Ok(json!(1)));
+    // Foreign results (not envelopes) are taken as data.
+    assert_eq!(results[1].envelope, Envelope::Ok(json!({"temp": 2})));
+}
+
+#[test]
+fn foreign_tool_errors_stay_errors() {
+    let msgs = Anthropic::default()
+        .parse_messages(&[
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]}),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "boom", "is_error": true}]}),
+        ])
+        .unwrap();
+    let Message::Tool { results } = &msgs[1] else {
+        panic!()
+    };
+    assert_eq!(results[0].envelope.code(), Some(ErrorCode::InternalError));
+    assert_eq!(results[0].name, "x");
+    assert!(
+        OpenAiChat::default()
+            .parse_messages(&[json!({"role": "wizard"})])
+            .is_err()
+    );
+}

@@ -6,7 +6,8 @@
 
 use super::{
     FinishReason, Message, ModelRequest, ModelTurn, Provider, ProviderError, ProviderFormat,
-    ToolCall, ToolChoice, Usage, count, system_text,
+    ToolCall, ToolChoice, ToolResult, Usage, call_name, count, envelope_from_content, push_result,
+    system_text,
 };
 use crate::spec::ToolSpec;
 use serde_json::{Value, json};
@@ -136,6 +137,78 @@ impl ProviderFormat for Anthropic {
         turn.usage = body.get("usage").map(usage).unwrap_or_default();
         turn.model = body.get("model").and_then(Value::as_str).map(String::from);
         Ok(turn)
+    }
+
+    fn parse_messages(&self, messages: &[Value]) -> Result<Vec<Message>, ProviderError> {
+        let mut out = Vec::new();
+        for (i, m) in messages.iter().enumerate() {
+            let role = m.get("role").and_then(Value::as_str);
+            let blocks: Vec<Value> = match m.get("content") {
+                Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
+                Some(Value::Array(b)) => b.clone(),
+                _ => Vec::new(),
+            };
+            let text: String = blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            match role {
+                Some("assistant") => {
+                    let tool_calls = blocks
+                        .iter()
+                        .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+                        .map(|b| {
+                            ToolCall::new(
+                                b.get("id").and_then(Value::as_str).unwrap_or_default(),
+                                b.get("name").and_then(Value::as_str).unwrap_or_default(),
+                                b.get("input").cloned().unwrap_or_else(|| json!({})),
+                            )
+                        })
+                        .collect();
+                    out.push(Message::Assistant {
+                        content: text,
+                        tool_calls,
+                    });
+                }
+                Some("user") => {
+                    for b in &blocks {
+                        if b.get("type").and_then(Value::as_str) != Some("tool_result") {
+                            continue;
+                        }
+                        let id = b
+                            .get("tool_use_id")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string();
+                        let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+                        let envelope = envelope_from_content(
+                            b.get("content").unwrap_or(&Value::Null),
+                            is_error,
+                        );
+                        let name = call_name(&out, &id);
+                        push_result(
+                            &mut out,
+                            ToolResult {
+                                call_id: id,
+                                name,
+                                envelope,
+                            },
+                        );
+                    }
+                    if !text.is_empty() {
+                        out.push(Message::user(text));
+                    }
+                }
+                other => {
+                    return Err(ProviderError::new(
+                        Provider::Anthropic,
+                        format!("message {i} has an unknown role {other:?}"),
+                    ));
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn messages(&self, messages: &[Message]) -> Vec<Value> {

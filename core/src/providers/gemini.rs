@@ -8,7 +8,8 @@
 
 use super::{
     FinishReason, Message, ModelRequest, ModelTurn, Provider, ProviderError, ProviderFormat,
-    ToolCall, ToolChoice, Usage, count, system_text,
+    ToolCall, ToolChoice, ToolResult, Usage, count, envelope_from_content, push_result,
+    system_text,
 };
 use crate::spec::ToolSpec;
 use serde_json::{Map, Value, json};
@@ -281,6 +282,74 @@ impl ProviderFormat for Gemini {
             .and_then(Value::as_str)
             .map(String::from);
         Ok(turn)
+    }
+
+    fn parse_messages(&self, messages: &[Value]) -> Result<Vec<Message>, ProviderError> {
+        let mut out: Vec<Message> = Vec::new();
+        for (i, content) in messages.iter().enumerate() {
+            let parts = content
+                .get("parts")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            match content.get("role").and_then(Value::as_str) {
+                Some("model") => {
+                    let mut turn = ModelTurn::default();
+                    read_parts(&parts, &mut turn);
+                    out.push(turn.message());
+                }
+                Some("user") | Some("function") | None => {
+                    // Responses without an id answer the earlier calls of the same name, in order.
+                    let mut unanswered: Vec<(String, String)> = match out.last() {
+                        Some(Message::Assistant { tool_calls, .. }) => tool_calls
+                            .iter()
+                            .map(|c| (c.id.clone(), c.name.clone()))
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    let mut text = String::new();
+                    for part in &parts {
+                        if let Some(t) = part.get("text").and_then(Value::as_str) {
+                            text.push_str(t);
+                        }
+                        let Some(fr) = part.get("functionResponse") else {
+                            continue;
+                        };
+                        let name = fr.get("name").and_then(Value::as_str).unwrap_or_default();
+                        let id = match fr.get("id").and_then(Value::as_str) {
+                            Some(id) => id.to_string(),
+                            None => match unanswered.iter().position(|(_, n)| n == name) {
+                                Some(k) => unanswered.remove(k).0,
+                                None => generated_id(),
+                            },
+                        };
+                        unanswered.retain(|(i, _)| *i != id);
+                        let response = fr.get("response").cloned().unwrap_or(Value::Null);
+                        push_result(
+                            &mut out,
+                            ToolResult {
+                                call_id: id,
+                                name: name.to_string(),
+                                envelope: envelope_from_content(
+                                    &Value::String(response.to_string()),
+                                    false,
+                                ),
+                            },
+                        );
+                    }
+                    if !text.is_empty() {
+                        out.push(Message::user(text));
+                    }
+                }
+                other => {
+                    return Err(ProviderError::new(
+                        Provider::Gemini,
+                        format!("content {i} has an unknown role {other:?}"),
+                    ));
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn messages(&self, messages: &[Message]) -> Vec<Value> {

@@ -455,6 +455,11 @@ pub trait ProviderFormat: Send + Sync {
     /// puts them where they belong).
     fn messages(&self, messages: &[Message]) -> Vec<Value>;
 
+    /// The inverse of [`ProviderFormat::messages`]: a conversation in the provider's shape
+    /// (an app's own history) as neutral messages. Tool results that are not tooljig
+    /// envelopes become `ok` data (or an `internal_error` when marked as errors).
+    fn parse_messages(&self, messages: &[Value]) -> Result<Vec<Message>, ProviderError>;
+
     /// The exact messages or content blocks to append after running these calls.
     fn tool_results(&self, results: &[CallResult]) -> Vec<Value> {
         let results: Vec<ToolResult> = results.iter().map(ToolResult::from_result).collect();
@@ -472,6 +477,74 @@ pub(crate) fn system_text(messages: &[Message]) -> Option<String> {
         })
         .collect();
     (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// A tool message's content as an envelope: tooljig's own, or the provider's text taken as
+/// data (JSON when it parses), or as an error when the provider marked it as one.
+pub(crate) fn envelope_from_content(content: &Value, is_error: bool) -> Envelope {
+    let text = match content {
+        Value::String(s) => s.clone(),
+        // Anthropic and OpenAI allow a list of text parts.
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    if let Ok(env) = serde_json::from_str::<Envelope>(&text) {
+        if serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v.get("ok").cloned())
+            .is_some()
+        {
+            return env;
+        }
+    }
+    if is_error {
+        return Envelope::error(ErrorCode::InternalError, text);
+    }
+    Envelope::Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// Text of a message content that is a string or a list of text parts.
+pub(crate) fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// The name of the call `id` among the conversation's assistant messages.
+pub(crate) fn call_name(messages: &[Message], id: &str) -> String {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => tool_calls
+                .iter()
+                .find(|c| c.id == id)
+                .map(|c| c.name.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Adds a result to the trailing `Tool` message, or starts one.
+pub(crate) fn push_result(out: &mut Vec<Message>, result: ToolResult) {
+    if let Some(Message::Tool { results }) = out.last_mut() {
+        results.push(result);
+    } else {
+        out.push(Message::Tool {
+            results: vec![result],
+        });
+    }
 }
 
 /// Reads a token count that may be missing.

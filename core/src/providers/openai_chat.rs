@@ -8,7 +8,8 @@
 
 use super::{
     FinishReason, Message, ModelRequest, ModelTurn, Provider, ProviderError, ProviderFormat,
-    ToolCall, ToolChoice, Usage, count, strict,
+    ToolCall, ToolChoice, ToolResult, Usage, call_name, content_text, count, envelope_from_content,
+    push_result, strict,
 };
 use crate::spec::ToolSpec;
 use serde_json::{Value, json};
@@ -200,6 +201,66 @@ impl ProviderFormat for OpenAiChat {
             refusal,
             model: body.get("model").and_then(Value::as_str).map(String::from),
         })
+    }
+
+    fn parse_messages(&self, messages: &[Value]) -> Result<Vec<Message>, ProviderError> {
+        let mut out = Vec::new();
+        for (i, m) in messages.iter().enumerate() {
+            let content = content_text(m.get("content"));
+            match m.get("role").and_then(Value::as_str) {
+                Some("system") | Some("developer") => out.push(Message::system(content)),
+                Some("user") => out.push(Message::user(content)),
+                Some("assistant") => {
+                    let mut tool_calls = Vec::new();
+                    for tc in m
+                        .get("tool_calls")
+                        .and_then(Value::as_array)
+                        .map(Vec::as_slice)
+                        .unwrap_or_default()
+                    {
+                        let id = tc.get("id").and_then(Value::as_str).unwrap_or_default();
+                        let name = tc
+                            .pointer("/function/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        let args = tc
+                            .pointer("/function/arguments")
+                            .cloned()
+                            .unwrap_or_else(|| Value::String(String::new()));
+                        tool_calls.push(ToolCall::new(id, name, args));
+                    }
+                    out.push(Message::Assistant {
+                        content,
+                        tool_calls,
+                    });
+                }
+                Some("tool") => {
+                    let id = m
+                        .get("tool_call_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    let name = call_name(&out, &id);
+                    let envelope =
+                        envelope_from_content(m.get("content").unwrap_or(&Value::Null), false);
+                    push_result(
+                        &mut out,
+                        ToolResult {
+                            call_id: id,
+                            name,
+                            envelope,
+                        },
+                    );
+                }
+                other => {
+                    return Err(ProviderError::new(
+                        Provider::OpenAiChat,
+                        format!("message {i} has an unknown role {other:?}"),
+                    ));
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn messages(&self, messages: &[Message]) -> Vec<Value> {

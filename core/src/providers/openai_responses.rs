@@ -9,7 +9,8 @@
 use super::openai_chat::function_parameters;
 use super::{
     FinishReason, Message, ModelRequest, ModelTurn, Provider, ProviderError, ProviderFormat,
-    ToolCall, ToolChoice, Usage, count, system_text,
+    ToolCall, ToolChoice, ToolResult, Usage, call_name, content_text, count, envelope_from_content,
+    push_result, system_text,
 };
 use crate::spec::ToolSpec;
 use serde_json::{Value, json};
@@ -202,6 +203,59 @@ impl ProviderFormat for OpenAiResponses {
         turn.usage = body.get("usage").map(usage).unwrap_or_default();
         turn.model = body.get("model").and_then(Value::as_str).map(String::from);
         Ok(turn)
+    }
+
+    fn parse_messages(&self, messages: &[Value]) -> Result<Vec<Message>, ProviderError> {
+        let mut out: Vec<Message> = Vec::new();
+        for (i, item) in messages.iter().enumerate() {
+            match item.get("type").and_then(Value::as_str) {
+                Some("function_call") => {
+                    let call = function_call(item, i)?;
+                    match out.last_mut() {
+                        Some(Message::Assistant { tool_calls, .. }) => tool_calls.push(call),
+                        _ => out.push(Message::Assistant {
+                            content: String::new(),
+                            tool_calls: vec![call],
+                        }),
+                    }
+                }
+                Some("function_call_output") => {
+                    let id = item
+                        .get("call_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    let name = call_name(&out, &id);
+                    let envelope =
+                        envelope_from_content(item.get("output").unwrap_or(&Value::Null), false);
+                    push_result(
+                        &mut out,
+                        ToolResult {
+                            call_id: id,
+                            name,
+                            envelope,
+                        },
+                    );
+                }
+                Some("message") | None => {
+                    let text = content_text(item.get("content"));
+                    match item.get("role").and_then(Value::as_str) {
+                        Some("user") => out.push(Message::user(text)),
+                        Some("system") | Some("developer") => out.push(Message::system(text)),
+                        Some("assistant") => out.push(Message::assistant(text)),
+                        other => {
+                            return Err(ProviderError::new(
+                                Provider::OpenAiResponses,
+                                format!("input item {i} has an unknown role {other:?}"),
+                            ));
+                        }
+                    }
+                }
+                // Reasoning and server tool items carry nothing tooljig runs.
+                Some(_) => {}
+            }
+        }
+        Ok(out)
     }
 
     fn messages(&self, messages: &[Message]) -> Vec<Value> {
