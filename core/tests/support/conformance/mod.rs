@@ -6,6 +6,7 @@
 //! so a vector written for a newer format fails here instead of passing unchecked.
 
 pub mod compare;
+pub mod durable;
 pub mod guards;
 pub mod script;
 pub mod vector;
@@ -189,6 +190,12 @@ pub async fn run_vector(v: Vector) -> Vec<String> {
         (Ok(()), None) => {}
     }
     let (engine, audit) = guards::configure(engine, &v.engine);
+    let engine = durable::configure(
+        engine,
+        v.engine.approval_rules.as_ref(),
+        v.engine.approval_predicate.as_ref(),
+        v.engine.external_expiry_ms,
+    );
     let caller = v.caller.clone();
     guards::check_visibility(
         &engine,
@@ -207,6 +214,10 @@ pub async fn run_vector(v: Vector) -> Vec<String> {
     )
     .await;
     guards::run_steps(&engine, &audit, &caller, v.then, &mut problems).await;
+    if let Some(want) = &v.expect.rollback {
+        durable::check_rollback(want, out.rollback.as_ref(), "expect.rollback", &mut problems);
+    }
+    durable::run_steps(&engine, &caller, &out, v.steps, &mut problems).await;
     if let Some(expected) = &v.expect.results {
         compare::results(expected, &out.results, &mut problems);
     }

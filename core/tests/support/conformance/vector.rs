@@ -34,6 +34,10 @@ pub struct Vector {
     /// Later batches on the same engine (guardrails: cache hits, rate-limit windows).
     #[serde(default)]
     pub then: Vec<super::guards::Step>,
+    /// Durable-run steps after the first batch (and `then`): decisions, client results,
+    /// resumes, rollbacks.
+    #[serde(default)]
+    pub steps: Vec<super::durable::Step>,
 }
 
 /// Engine-wide settings of a vector (`"engine": {...}`).
@@ -52,6 +56,15 @@ pub struct EngineConfig {
     /// A scripted policy hook.
     #[serde(default)]
     pub policy_hook: Option<super::guards::HookScript>,
+    /// Engine-wide approval rules (`Engine::approval_rules`).
+    #[serde(default)]
+    pub approval_rules: Option<tooljig::ApprovalRules>,
+    /// A scripted approval predicate.
+    #[serde(default)]
+    pub approval_predicate: Option<super::durable::PredicateScript>,
+    /// How long client-side calls wait for a result (`Engine::external_expiry_ms`).
+    #[serde(default)]
+    pub external_expiry_ms: Option<u64>,
 }
 
 /// [`Limits`] with every field optional and no unknown keys.
@@ -173,6 +186,8 @@ pub struct Expect {
     pub visible: Option<Vec<String>>,
     /// Input schemas of `Engine::specs_for(caller)`, by tool (hidden parameters removed).
     pub model_schemas: Option<BTreeMap<String, Value>>,
+    /// The automatic rollback of an atomic batch, entry by entry (compared on their keys).
+    pub rollback: Option<Vec<Map<String, Value>>>,
 }
 
 /// The keys an entry of `expect.results` may hold.
@@ -191,6 +206,8 @@ pub const RESULT_KEYS: &[&str] = &[
     "message_contains",
     "hidden",
     "retry_after_ms_at_most",
+    "approval",
+    "recovered",
 ];
 
 /// An entry of `expect.results`: compared on the keys it has only.

@@ -1,0 +1,145 @@
+//! The cost of durable-run bookkeeping, end to end through `Engine::run`, on the SQLite
+//! state store (one file, WAL, `synchronous = FULL`: every commit is fsynced) and, for
+//! comparison, on the in-memory store and with no bookkeeping at all.
+//!
+//! - `idempotent/{store}`: batches of 100 no-op calls, each with fresh arguments of a tool
+//!   idempotent by arguments: a read, an in-flight claim and a stored envelope per call.
+//! - `replay/{store}`: the same 100 calls again: each is one read and a replay.
+//! - `approval/{store}`: 100 calls that need approval (a request each and the run record),
+//!   then a decision per call, then one resume that runs them all.
+//! - `plain/memory`: the same 100 no-op calls without idempotency or approval.
+//!
+//! Run with `cargo bench -p tooljig --bench durable`; figures go to `BENCHMARKS.md`.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tooljig::*;
+
+const N: usize = 100;
+
+fn runtime() -> tokio::runtime::Runtime {
+    // Two workers: the machine the figures are for has two cores.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn engine(store: Option<Arc<dyn StateStore>>) -> Engine {
+    let mut engine = Engine::new();
+    if let Some(s) = store {
+        engine = engine.state_store(s);
+    }
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let noop = |_: Value, _: ToolContext| async { Ok(Value::Null) };
+    engine
+        .register(Tool::from_fn("plain", "No-op.", schema.clone(), noop))
+        .expect("registers");
+    engine
+        .register(
+            Tool::from_fn("pay", "No-op, idempotent.", schema.clone(), noop)
+                .policy(Policy::default().idempotent(IdempotencyMode::Arguments)),
+        )
+        .expect("registers");
+    engine
+        .register(
+            Tool::from_fn("send", "No-op, needs approval.", schema, noop)
+                .policy(Policy::default().require_approval()),
+        )
+        .expect("registers");
+    engine
+}
+
+fn calls(tool: &str, from: u64) -> Vec<Call> {
+    (0..N as u64)
+        .map(|i| Call::new(format!("c{i}"), tool, json!({"n": from + i})))
+        .collect()
+}
+
+fn sqlite() -> (Arc<dyn StateStore>, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("tooljig-bench-durable-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let path = dir.join(format!("state-{}.db", uuid_like()));
+    (
+        Arc::new(SqliteStore::open(&path).expect("the store opens")),
+        dir,
+    )
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn caller() -> Caller {
+    Caller::principal("bench")
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = runtime();
+    let mut g = c.benchmark_group("durable");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(20);
+    g.measurement_time(Duration::from_secs(8));
+
+    let (sql, dir) = sqlite();
+    for (label, store) in [("sqlite", Some(sql.clone())), ("memory", None)] {
+        let e = engine(store);
+        let next = AtomicU64::new(0);
+        g.bench_function(format!("idempotent/{label}"), |b| {
+            b.to_async(&rt).iter(|| {
+                let from = next.fetch_add(N as u64, Ordering::Relaxed);
+                let e = &e;
+                async move {
+                    let out = e.run(calls("pay", from), caller(), BatchOptions::default()).await;
+                    assert!(out.results.iter().all(|r| r.envelope.is_ok() && !r.replayed));
+                }
+            })
+        });
+        rt.block_on(e.run(calls("pay", 1 << 40), caller(), BatchOptions::default()));
+        g.bench_function(format!("replay/{label}"), |b| {
+            b.to_async(&rt).iter(|| async {
+                let out = e
+                    .run(calls("pay", 1 << 40), caller(), BatchOptions::default())
+                    .await;
+                assert!(out.results.iter().all(|r| r.replayed));
+            })
+        });
+        g.bench_function(format!("approval/{label}"), |b| {
+            b.to_async(&rt).iter(|| async {
+                let out = e.run(calls("send", 0), caller(), BatchOptions::default()).await;
+                let run_id = out.run_id.expect("a suspended run");
+                for r in &out.results {
+                    let a = r.approval.as_ref().expect("pending");
+                    let decision = Decision::Approve {
+                        arguments_hash: a.arguments_hash.clone(),
+                        remember: None,
+                    };
+                    e.decide(a.id.as_deref().unwrap_or(""), decision, &caller())
+                        .await
+                        .expect("approved");
+                }
+                let done = e.resume(&run_id).await.expect("resumed");
+                assert!(done.results.iter().all(|r| r.envelope.is_ok()));
+            })
+        });
+    }
+    let e = engine(None);
+    g.bench_function("plain/memory", |b| {
+        b.to_async(&rt).iter(|| async {
+            e.run(calls("plain", 0), caller(), BatchOptions::default()).await
+        })
+    });
+    g.finish();
+    drop(sql);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
