@@ -78,15 +78,23 @@ fn escape_stray_quote(chars: &[char], position: usize) -> Option<Vec<char>> {
     candidates.first().map(|&i| escaped(i))
 }
 
-/// A `"` that ends a word (not an opening quote, not after a delimiter) and is followed
-/// somewhere by another quote that can end the string instead.
+/// A `"` wedged between a word and a closing character (not an opening quote, not the end
+/// of a key or of a value followed by a space or comma) and followed somewhere by another
+/// quote that can end the string instead.
 fn is_stray_quote_candidate(chars: &[char], i: usize) -> bool {
     if chars[i] != '"' || escaped_at(chars, i) {
         return false;
     }
+    // Inside a word on both sides: `72")`, `2"]`, `72""`. A quote before a colon ends a key,
+    // one before a space or a comma may end a value; leaving those alone keeps refusals
+    // refused (`{"a":2}foo"bar"` is not one long key).
     let before = chars[i - 1];
     if before.is_whitespace() || matches!(before, '{' | '[' | ',' | ':' | '"') {
         return false;
+    }
+    match chars.get(i + 1) {
+        Some(c) if c.is_whitespace() || matches!(c, ':' | ',') => return false,
+        _ => {}
     }
     chars[i + 1..]
         .iter()
