@@ -127,14 +127,27 @@ fn run_sync(
         Ok(value) => slot.finish(outcome::from_value(&value)),
         Err(e) => {
             if e.is_instance_of::<PyKeyboardInterrupt>(py) {
-                // Only the main thread receives Ctrl-C; pass an interrupt raised here on to
-                // it, so the app stops as it would have without tooljig in between.
-                let _ = py
-                    .import("_thread")
-                    .and_then(|t| t.call_method0("interrupt_main"));
+                interrupt_main(py);
             }
             slot.finish(Err(outcome::from_error(py, &e)));
         }
+    }
+}
+
+/// Passes a `KeyboardInterrupt` raised on a worker thread on to the main thread, as if Ctrl-C
+/// had been pressed: only the main thread handles SIGINT. A real signal (not just
+/// `_thread.interrupt_main`) so that a main thread waiting in `select` wakes up at once.
+fn interrupt_main(py: Python<'_>) {
+    let sent = (|| -> PyResult<()> {
+        let signal = py.import("signal")?;
+        let main = py.import("threading")?.call_method0("main_thread")?;
+        signal.call_method1("pthread_kill", (main.getattr("ident")?, signal.getattr("SIGINT")?))?;
+        Ok(())
+    })();
+    if sent.is_err() {
+        let _ = py
+            .import("_thread")
+            .and_then(|t| t.call_method0("interrupt_main"));
     }
 }
 

@@ -263,13 +263,17 @@ impl BatchHost {
 
     /// Handles every queued message. Runs on the loop thread.
     fn drain(self: &Arc<Self>, py: Python<'_>) {
-        self.wake_pending.store(false, Ordering::SeqCst);
+        // Consume the wake-up bytes first, then clear the flag, then take the inbox: a post
+        // after the clear writes a byte that stays for the next wake-up, and a post before
+        // it is in the inbox taken below. (Clearing first could swallow the byte of a post
+        // whose message is then taken here, leaving the flag set with no byte: a lost wake.)
         #[cfg(unix)]
         if let Some((reader, _)) = &self.socket {
             use std::io::Read;
             let mut buf = [0u8; 256];
             while matches!((&*reader).read(&mut buf), Ok(n) if n > 0) {}
         }
+        self.wake_pending.store(false, Ordering::SeqCst);
         let messages = std::mem::take(&mut *lock(&self.inbox));
         for msg in messages {
             let handled = match msg {

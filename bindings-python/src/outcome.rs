@@ -55,7 +55,11 @@ pub fn from_error(py: Python<'_>, err: &PyErr) -> HandlerError {
 pub fn traceback(py: Python<'_>, err: &PyErr) -> String {
     let formatted = py
         .import("traceback")
-        .and_then(|tb| tb.call_method1("format_exception", (err.value(py),)))
+        .and_then(|tb| {
+            // Explicitly: on 3.11 a fetched exception's `__traceback__` may not be set yet.
+            let trace = err.traceback(py);
+            tb.call_method1("format_exception", (err.get_type(py), err.value(py), trace))
+        })
         .and_then(|lines| PyString::new(py, "").call_method1("join", (lines,)))
         .and_then(|text| text.extract::<String>());
     match formatted {

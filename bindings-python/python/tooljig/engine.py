@@ -120,7 +120,7 @@ class Engine:
         self,
         name: str,
         description: str,
-        input_schema: Mapping[str, Any],
+        input_schema: Mapping[str, Any] | None,
         handler: Callable[..., Any] | None,
         *,
         output_schema: Mapping[str, Any] | type | None = None,
@@ -130,32 +130,29 @@ class Engine:
 
         ``handler(arguments)`` or ``handler(arguments, ctx)`` receives the validated
         arguments dict; it may be ``def`` or ``async def``. ``handler=None`` registers a
-        client-side tool: its calls end as ``pending_external``. Policy as for :meth:`tool`.
+        client-side tool: its calls end as ``pending_external``. ``input_schema=None`` accepts
+        any object. Policy as for :meth:`tool`.
         """
         retry = policy.pop("retry", None)
         options = _policy(_DEFAULT, retry, None, None, None, policy)
         invoke = invoker_for_schema(handler) if handler is not None else None
         is_async = handler is not None and is_async_callable(handler)
-        self._register(
-            name, description, dict(input_schema), invoke, is_async, output_schema, options
-        )
+        schema = dict(input_schema) if input_schema is not None else None
+        self._register(name, description, schema, invoke, is_async, output_schema, options)
 
     def _register(
         self,
         name: str,
         description: str,
-        input_schema: dict[str, Any],
+        input_schema: dict[str, Any] | None,
         invoke: Callable[..., Any] | None,
         is_async: bool,
         output_schema: Mapping[str, Any] | type | None,
         policy: dict[str, Any],
     ) -> None:
-        spec: dict[str, Any] = {
-            "name": name,
-            "description": description,
-            "input_schema": input_schema,
-            "policy": policy,
-        }
+        spec: dict[str, Any] = {"name": name, "description": description, "policy": policy}
+        if input_schema is not None:
+            spec["input_schema"] = input_schema
         out = output_schema_of(output_schema)
         if out is not None:
             spec["output_schema"] = out

@@ -113,8 +113,7 @@ def from_function(
         plain = plain and _is_plain(annotation)
         text = param_docs.get(param.name)
         if text:
-            # Ours first: a description given in the user's own Field(...) wins.
-            annotation = Annotated[annotation, Field(description=text)]
+            annotation = _with_description(annotation, text)
         fields[param.name] = (annotation, default)
 
     model = _model(tool_name, fields)
@@ -220,6 +219,16 @@ def _invalid_arguments(e: pydantic.ValidationError) -> ToolError:
         f"arguments do not match the tool's schema: {summary}",
         errors=errors,
     )
+
+
+def _with_description(annotation: Any, text: str) -> Any:
+    """``Annotated[annotation, Field(description=text)]``, placed before the annotation's own
+    metadata so that a description given in the user's ``Field(...)`` wins."""
+    ours = Field(description=text)
+    if get_origin(annotation) is Annotated:
+        base, *meta = get_args(annotation)
+        return Annotated[(base, ours, *meta)]
+    return Annotated[annotation, ours]
 
 
 def _is_context(annotation: Any) -> bool:

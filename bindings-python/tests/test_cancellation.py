@@ -1,0 +1,212 @@
+"""Timeouts and cancellation reach Python (host.rs, batch.rs, handler.rs)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+
+import pytest
+
+import tooljig
+from conftest import run_python
+
+
+async def test_a_timed_out_async_handler_has_its_task_cancelled(engine: tooljig.Engine) -> None:
+    cancelled = asyncio.Event()
+
+    @engine.tool(timeout_ms=100)
+    async def stuck() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    t0 = time.perf_counter()
+    out = await engine.run([{"tool": "stuck"}])
+    assert time.perf_counter() - t0 < 1
+    assert out[0].envelope["error"]["code"] == "timeout"
+    assert out[0].envelope["error"]["message"] == "the tool did not finish within 100 ms"
+    await asyncio.wait_for(cancelled.wait(), 1)
+
+
+async def test_a_timed_out_sync_handler_sees_ctx_cancelled(engine: tooljig.Engine) -> None:
+    saw_cancel = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    @engine.tool(timeout_ms=100)
+    def polling(ctx: tooljig.ToolContext) -> None:
+        deadline = time.monotonic() + 5
+        while not ctx.cancelled and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if ctx.cancelled:
+            loop.call_soon_threadsafe(saw_cancel.set)
+
+    out = await engine.run([{"tool": "polling"}])
+    assert out[0].error_code == "timeout"
+    await asyncio.wait_for(saw_cancel.wait(), 1)
+
+
+async def test_wait_for_cancels_the_batch_and_its_handlers(engine: tooljig.Engine) -> None:
+    started = asyncio.Event()
+    cancelled: list[str] = []
+
+    @engine.tool
+    async def hang(name: str) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(name)
+            raise
+
+    calls = [{"tool": "hang", "arguments": {"name": n}} for n in ("a", "b", "c")]
+    t0 = time.perf_counter()
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(engine.run(calls), 0.2)
+    assert time.perf_counter() - t0 < 1
+    for _ in range(100):
+        if len(cancelled) == 3:
+            break
+        await asyncio.sleep(0.01)
+    assert sorted(cancelled) == ["a", "b", "c"]
+
+
+async def test_cancelling_the_awaiting_task_cancels_the_batch(engine: tooljig.Engine) -> None:
+    started = asyncio.Event()
+    finished: list[str] = []
+
+    @engine.tool
+    async def slow(name: str) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            finished.append(name)
+
+    @engine.tool(after=["slow"])
+    def later() -> None:
+        finished.append("later ran")
+
+    task = asyncio.create_task(engine.run([{"tool": "slow", "arguments": {"name": "s"}}, {"tool": "later"}]))
+    await asyncio.wait_for(started.wait(), 1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.05)
+    assert finished == ["s"], "the running handler is cancelled and the waiting call never runs"
+
+
+async def test_the_deadline_ends_the_batch_and_cancels_running_handlers(engine: tooljig.Engine) -> None:
+    cancelled = asyncio.Event()
+
+    @engine.tool
+    async def slow() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    out = await engine.run([{"tool": "slow"}], deadline_ms=100)
+    assert out[0].error_code == "deadline_exceeded"
+    await asyncio.wait_for(cancelled.wait(), 1)
+
+
+CTRL_C_SCRIPT = """
+import asyncio, sys, time
+import tooljig
+
+engine = tooljig.Engine()
+
+@engine.tool
+async def hang() -> None:
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        print("handler cancelled", flush=True)
+        raise
+
+@engine.tool
+async def ready() -> None:
+    print("ready", flush=True)
+
+try:
+    engine.run_sync([{"tool": "ready"}, {"tool": "hang"}])
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+    sys.exit(7)
+"""
+
+
+def test_ctrl_c_cancels_the_batch_and_raises_keyboard_interrupt() -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(CTRL_C_SCRIPT)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.1)
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert time.perf_counter() - t0 < 5
+    assert proc.returncode == 7, (out, err)
+    assert "handler cancelled" in out and "KeyboardInterrupt" in out, (out, err)
+
+
+def test_keyboard_interrupt_raised_in_a_sync_handler_interrupts_the_main_thread() -> None:
+    result = run_python(
+        """
+        import sys, time
+        import tooljig
+
+        engine = tooljig.Engine()
+
+        @engine.tool
+        def interrupt() -> None:
+            raise KeyboardInterrupt
+
+        @engine.tool(timeout_ms=10000)
+        def slow() -> None:
+            time.sleep(3)
+
+        t0 = time.perf_counter()
+        try:
+            engine.run_sync([{"tool": "interrupt"}, {"tool": "slow"}])
+        except KeyboardInterrupt:
+            print(f"interrupted after {time.perf_counter() - t0:.2f} s")
+            sys.exit(3)
+        print("not interrupted")
+        """
+    )
+    assert result.returncode == 3, result
+    assert float(result.stdout.split()[2]) < 2.5
+
+
+def test_keyboard_interrupt_raised_in_an_async_handler_stops_asyncio_run() -> None:
+    result = run_python(
+        """
+        import asyncio, sys
+        import tooljig
+
+        engine = tooljig.Engine()
+
+        @engine.tool
+        async def interrupt() -> None:
+            raise KeyboardInterrupt
+
+        try:
+            engine.run_sync([{"tool": "interrupt"}])
+        except KeyboardInterrupt:
+            sys.exit(4)
+        """
+    )
+    assert result.returncode == 4, result

@@ -1,0 +1,127 @@
+"""The runtime at interpreter exit and after fork (runtime.rs, workers.rs)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import run_python
+
+EXIT_AT_ONCE = """
+import asyncio, time
+import tooljig
+
+engine = tooljig.Engine()
+
+@engine.tool
+async def a(i: int) -> int:
+    await asyncio.sleep(0.001 * (i % 3))
+    return i
+
+@engine.tool
+def s(i: int) -> int:
+    time.sleep(0.001 * (i % 3))
+    return i
+
+@engine.tool(timeout_ms=20)
+async def slow() -> None:
+    await asyncio.sleep(10)
+
+out = engine.run_sync([{"tool": "a" if i % 2 else "s", "arguments": {"i": i}} for i in range(40)] + [{"tool": "slow"}])
+assert [r.envelope.get("data") for r in out][:40] == list(range(40)), out
+print("ok")
+"""
+
+BUSY = "import time\nend = time.time() + 120\nwhile time.time() < end: pass\n"
+
+
+def test_fifty_scripts_that_exit_right_after_a_batch_exit_cleanly_while_a_core_is_busy() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", BUSY])
+    try:
+        failures = []
+        for i in range(50):
+            r = run_python(EXIT_AT_ONCE, timeout=60)
+            if r.returncode != 0 or r.stdout.strip() != "ok":
+                failures.append((i, r.returncode, r.stdout[-200:], r.stderr[-500:]))
+        assert not failures, failures
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def test_exit_while_a_sync_handler_still_runs_waits_for_it() -> None:
+    r = run_python(
+        """
+        import asyncio, time
+        import tooljig
+
+        engine = tooljig.Engine()
+
+        @engine.tool(timeout_ms=50)
+        def lingering() -> None:
+            time.sleep(0.5)
+            print("handler returned", flush=True)
+
+        out = engine.run_sync([{"tool": "lingering"}])
+        print(out[0].error_code, flush=True)
+        """
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["timeout", "handler", "returned"]
+
+
+def test_no_batch_starts_after_shutdown() -> None:
+    r = run_python(
+        """
+        import tooljig
+        from tooljig import _native
+
+        engine = tooljig.Engine()
+        _native.shutdown()
+        _native.shutdown()
+        try:
+            engine.run_sync([])
+        except tooljig.ShutdownError as e:
+            print("refused:", e)
+        """
+    )
+    assert r.returncode == 0, r.stderr
+    assert "refused: tooljig is shutting down" in r.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_its_own_runtime_and_workers() -> None:
+    r = run_python(
+        """
+        import os, sys, warnings
+        import tooljig
+
+        warnings.simplefilter("ignore", DeprecationWarning)
+        engine = tooljig.Engine()
+
+        @engine.tool
+        def pid() -> int:
+            return os.getpid()
+
+        @engine.tool
+        async def apid() -> int:
+            return os.getpid()
+
+        parent = engine.run_sync([{"tool": "pid"}, {"tool": "apid"}])
+        child = os.fork()
+        if child == 0:
+            out = engine.run_sync([{"tool": "pid"}, {"tool": "apid"}])
+            ok = [r.envelope["data"] for r in out] == [os.getpid()] * 2
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(child, 0)
+        print(os.waitstatus_to_exitcode(status), [r.envelope["data"] for r in parent] == [os.getpid()] * 2)
+        """,
+        timeout=30,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "True"]
