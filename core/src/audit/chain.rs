@@ -1,29 +1,29 @@
 //! Tamper evidence: each record's hash covers its content and the previous record's hash.
 //!
-//! `hash = sha256(canonical JSON of the record without its "hash" field)`, and the record's
-//! `prev_hash` is the hash of the record before it (64 zeros for the first), so altering,
-//! removing or reordering any record breaks the chain at that point. Canonical JSON (sorted
-//! keys, no whitespace) makes the hash independent of how a store serialized the record.
+//! `hash = sha256(body)`, where the body is the record serialized as JSON without its `hash`
+//! field, and the record's `prev_hash` is the hash of the record before it (64 zeros for the
+//! first), so altering, removing or reordering any record breaks the chain at that point.
+//! Stores keep the body byte for byte and verification hashes those bytes, so the check does
+//! not depend on how a JSON library would serialize the record again.
 
 use crate::audit::record::AuditRecord;
 use crate::audit::redact::hex;
-use crate::cache::canonical_json;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// The `prev_hash` of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The canonical text a record's hash covers: the record without its `hash` field, keys
-/// sorted, no whitespace. Stores keep this text, so the hash is computed once.
+/// The text a record's hash covers: the record as JSON, without its `hash` field (which
+/// is left out of the serialization while empty). Stores keep this text.
 pub fn body(record: &AuditRecord) -> String {
-    let mut value = serde_json::to_value(record).unwrap_or_default();
-    if let Some(map) = value.as_object_mut() {
-        map.remove("hash");
+    if record.hash.is_empty() {
+        serde_json::to_string(record).unwrap_or_default()
+    } else {
+        let mut unhashed = record.clone();
+        unhashed.hash.clear();
+        serde_json::to_string(&unhashed).unwrap_or_default()
     }
-    let mut text = String::with_capacity(512);
-    canonical_json(&value, &mut text);
-    text
 }
 
 /// The SHA-256 (hex) of a body.
@@ -71,6 +71,7 @@ impl Chain {
     pub fn link(&mut self, record: &mut AuditRecord) -> String {
         record.seq = self.next_seq;
         record.prev_hash = std::mem::take(&mut self.last_hash);
+        record.hash.clear();
         let body = body(record);
         record.hash = hash_body(&body);
         self.last_hash = record.hash.clone();

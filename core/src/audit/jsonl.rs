@@ -1,7 +1,7 @@
 //! An audit sink that appends one JSON object per line to a file, written in batches by its
 //! own thread: easy to ship to a log pipeline, grep, or load elsewhere.
 //!
-//! Each line is the record's canonical body with its `hash` first. Durability:
+//! Each line is the record's body with its `hash` first. Durability:
 //! `Engine::run` waits until the batch's lines are written to the file with one `write`
 //! (they then survive a crash or kill of the process); with [`Durability::Os`] the file is
 //! also `fsync`ed. A line cut short by a crash mid-write was never acknowledged; opening the

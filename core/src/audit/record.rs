@@ -117,8 +117,9 @@ pub struct AuditRecord {
     /// The previous record's hash (64 zeros for the first).
     #[serde(default)]
     pub prev_hash: String,
-    /// SHA-256 over this record without this field; see [`crate::audit::chain`].
-    #[serde(default)]
+    /// SHA-256 over this record without this field; see [`crate::audit::chain`]. Left out
+    /// of the serialization while empty (that serialization is what the hash covers).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub hash: String,
 }
 

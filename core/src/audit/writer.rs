@@ -11,14 +11,18 @@ use crate::audit::chain::Chain;
 use crate::audit::record::AuditRecord;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// Most records written in one transaction.
 const MAX_BATCH: usize = 4096;
 
+/// Longest a record waits for company before it is written when nobody asked for a flush.
+const LINGER: Duration = Duration::from_millis(20);
+
 /// What a sink's storage does: write linked records durably, in order, all or nothing.
 pub(crate) trait Backend: Send + 'static {
-    /// Writes one batch: each record with its canonical body (see [`crate::audit::chain::body`]).
+    /// Writes one batch: each record with its body (see [`crate::audit::chain::body`]).
     fn append(&mut self, batch: &[(AuditRecord, String)]) -> Result<(), AuditError>;
 }
 
@@ -90,19 +94,31 @@ fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
     let mut pending: Vec<AuditRecord> = Vec::new();
     let mut waiters = Vec::new();
     loop {
-        let closed = match rx.recv() {
+        let mut closed = match rx.recv() {
             Ok(first) => {
                 take(first, &mut pending, &mut waiters);
-                while pending.len() < MAX_BATCH {
-                    match rx.try_recv() {
-                        Ok(m) => take(m, &mut pending, &mut waiters),
-                        Err(_) => break,
-                    }
-                }
                 false
             }
             Err(_) => true,
         };
+        // Nothing is promised before a flush, so gather records until one is asked for (or
+        // the batch is full, or a short linger passes): a batch of calls then costs one or
+        // a few transactions instead of one per record.
+        let until = Instant::now() + LINGER;
+        while !closed && waiters.is_empty() && pending.len() < MAX_BATCH {
+            let left = until.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(m) => take(m, &mut pending, &mut waiters),
+                Err(mpsc::RecvTimeoutError::Timeout) => break,
+                Err(mpsc::RecvTimeoutError::Disconnected) => closed = true,
+            }
+        }
+        while pending.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(m) => take(m, &mut pending, &mut waiters),
+                Err(_) => break,
+            }
+        }
         let outcome = if pending.is_empty() {
             Ok(())
         } else {
@@ -128,7 +144,7 @@ fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
         for w in waiters.drain(..) {
             let _ = w.send(outcome.clone());
         }
-        if closed {
+        if closed && (pending.is_empty() || outcome.is_err()) {
             return;
         }
     }
