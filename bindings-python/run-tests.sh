@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Sets up <repo>/.venv (once), builds the extension in debug with `maturin develop`, and runs
+# the pytest suite. Idempotent and quick on a warm machine: pip runs only when
+# requirements-test.txt changed, and cargo rebuilds only what changed.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+venv="$repo/.venv"
+py="$venv/bin/python"
+
+if [ ! -x "$py" ]; then
+  python3 -m venv "$venv"
+  "$py" -m pip install --quiet --upgrade pip
+fi
+
+stamp="$venv/.tooljig-test-requirements"
+if ! cmp -s "$here/requirements-test.txt" "$stamp" 2>/dev/null; then
+  "$py" -m pip install --quiet --disable-pip-version-check -r "$here/requirements-test.txt"
+  cp "$here/requirements-test.txt" "$stamp"
+fi
+
+# Debug build into the workspace target dir, installed into the venv in editable mode (the
+# first time; afterwards only the extension module is rebuilt in place).
+export CARGO_TERM_COLOR=never
+build_args=(develop --quiet -m "$here/Cargo.toml")
+if "$py" -c "import tooljig" 2>/dev/null; then
+  build_args+=(--skip-install)
+fi
+if ! log="$(VIRTUAL_ENV="$venv" "$venv/bin/maturin" "${build_args[@]}" 2>&1)"; then
+  echo "$log"
+  echo "maturin develop failed" >&2
+  exit 1
+fi
+
+cd "$here"
+set +e
+"$py" -m pytest tests -q -ra --color=no -p no:cacheprovider "$@"
+status=$?
+set -e
+# pytest exits 5 when it collected nothing: that is a failure here, not a pass.
+exit $status
