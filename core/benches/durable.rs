@@ -34,7 +34,8 @@ fn engine(store: Option<Arc<dyn StateStore>>) -> Engine {
     if let Some(s) = store {
         engine = engine.state_store(s);
     }
-    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
     let noop = |_: Value, _: ToolContext| async { Ok(Value::Null) };
     engine
         .register(Tool::from_fn("plain", "No-op.", schema.clone(), noop))
@@ -97,8 +98,14 @@ fn bench(c: &mut Criterion) {
                 let from = next.fetch_add(N as u64, Ordering::Relaxed);
                 let e = &e;
                 async move {
-                    let out = e.run(calls("pay", from), caller(), BatchOptions::default()).await;
-                    assert!(out.results.iter().all(|r| r.envelope.is_ok() && !r.replayed));
+                    let out = e
+                        .run(calls("pay", from), caller(), BatchOptions::default())
+                        .await;
+                    assert!(
+                        out.results
+                            .iter()
+                            .all(|r| r.envelope.is_ok() && !r.replayed)
+                    );
                 }
             })
         });
@@ -113,7 +120,9 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function(format!("approval/{label}"), |b| {
             b.to_async(&rt).iter(|| async {
-                let out = e.run(calls("send", 0), caller(), BatchOptions::default()).await;
+                let out = e
+                    .run(calls("send", 0), caller(), BatchOptions::default())
+                    .await;
                 let run_id = out.run_id.expect("a suspended run");
                 for r in &out.results {
                     let a = r.approval.as_ref().expect("pending");
@@ -133,7 +142,8 @@ fn bench(c: &mut Criterion) {
     let e = engine(None);
     g.bench_function("plain/memory", |b| {
         b.to_async(&rt).iter(|| async {
-            e.run(calls("plain", 0), caller(), BatchOptions::default()).await
+            e.run(calls("plain", 0), caller(), BatchOptions::default())
+                .await
         })
     });
     g.finish();

@@ -501,9 +501,7 @@ impl Engine {
         let at_ms = now_ms();
         let mut remember = None;
         let (status, record) = match decision {
-            Decision::Approve {
-                remember: wish, ..
-            } => {
+            Decision::Approve { remember: wish, .. } => {
                 if wish.is_some() && rec.requested_by.principal.as_deref() != Some(by.as_str()) {
                     return Err(refuse(
                         ErrorCode::PermissionDenied,
@@ -539,7 +537,10 @@ impl Engine {
                     return Err(refuse(
                         ErrorCode::UnknownTool,
                         "unknown_tool",
-                        format!("tool {:?} is not registered here; cannot check the edit", rec.tool),
+                        format!(
+                            "tool {:?} is not registered here; cannot check the edit",
+                            rec.tool
+                        ),
                     ));
                 };
                 if let Some(refusal) = arguments_envelope(tool.input.check(&arguments)) {
@@ -547,7 +548,10 @@ impl Engine {
                         Envelope::Error(e) => e,
                         Envelope::Needs(fields) => ToolError::new(
                             ErrorCode::InvalidArguments,
-                            format!("the edited arguments lack required fields: {}", fields.join(", ")),
+                            format!(
+                                "the edited arguments lack required fields: {}",
+                                fields.join(", ")
+                            ),
                         ),
                         Envelope::Ok(_) => ToolError::new(
                             ErrorCode::InvalidArguments,

@@ -109,7 +109,7 @@ pub struct CallResult {
     /// The approval this call needed: pending (id, arguments hash, risk, who asked) or
     /// decided (by whom, when, or which rule or preference allowed it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<ApprovalInfo>,
+    pub approval: Option<Box<ApprovalInfo>>,
     /// An earlier call with the same idempotency key stopped without finishing (its process
     /// died); its lease expired, so this call ran again. Its effect may have happened twice.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

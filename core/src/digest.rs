@@ -67,7 +67,8 @@ mod tests {
 
     #[test]
     fn key_order_and_whitespace_do_not_matter() {
-        let a: Value = serde_json::from_str(r#"{"b": [1, {"y": 2, "x": "é"}], "a": null}"#).unwrap();
+        let a: Value =
+            serde_json::from_str(r#"{"b": [1, {"y": 2, "x": "é"}], "a": null}"#).unwrap();
         let b: Value = serde_json::from_str(r#"{"a":null,"b":[1,{"x":"é","y":2}]}"#).unwrap();
         assert_eq!(canonical_json(&a), r#"{"a":null,"b":[1,{"x":"é","y":2}]}"#);
         assert_eq!(hash_value(&a), hash_value(&b));

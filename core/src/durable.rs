@@ -147,12 +147,23 @@ async fn guard(job: &mut Job, result: &mut CallResult, guarded: &mut Guarded) ->
     if d.resumed {
         let key = run_call_key(&d.run_id, &job.id);
         let started = RunCallRecord::started();
-        match put_as(store, Namespace::RunCall, &key, Expect::Absent, &started, Some(d.shared.run_ttl_ms)).await {
+        match put_as(
+            store,
+            Namespace::RunCall,
+            &key,
+            Expect::Absent,
+            &started,
+            Some(d.shared.run_ttl_ms),
+        )
+        .await
+        {
             Ok(Some(v)) => guarded.run_call = Some((key, v)),
             Ok(None) => {
                 match get_as::<RunCallRecord>(store, Namespace::RunCall, &key).await {
                     Ok(Some((rec, _))) => rec.settle(result),
-                    Ok(None) => store_failure(result, StoreError("the call's run record vanished".into())),
+                    Ok(None) => {
+                        store_failure(result, StoreError("the call's run record vanished".into()))
+                    }
                     Err(e) => store_failure(result, e),
                 }
                 return false;
@@ -203,7 +214,7 @@ async fn guard(job: &mut Job, result: &mut CallResult, guarded: &mut Guarded) ->
             (Some(args), Some(hash)) if hash_value(&args) == hash => {
                 edited = rec.status == ApprovalStatus::Edited;
                 job.arguments = args;
-                result.approval = Some(rec.info());
+                result.approval = Some(Box::new(rec.info()));
             }
             _ => {
                 result.envelope = Envelope::error(
@@ -214,22 +225,20 @@ async fn guard(job: &mut Job, result: &mut CallResult, guarded: &mut Guarded) ->
             }
         }
     } else {
-        let (needed, why) = approval::needs_approval(
-            policy,
-            &d.shared.rules,
-            d.shared.predicate.as_ref(),
-            || ApprovalQuery {
-                tool: tool.spec.name.clone(),
-                arguments: job.arguments.clone(),
-                caller: caller.clone(),
-                risk: policy.risk,
-            },
-        )
-        .await;
+        let (needed, why) =
+            approval::needs_approval(policy, &d.shared.rules, d.shared.predicate.as_ref(), || {
+                ApprovalQuery {
+                    tool: tool.spec.name.clone(),
+                    arguments: job.arguments.clone(),
+                    caller: caller.clone(),
+                    risk: policy.risk,
+                }
+            })
+            .await;
         if needed {
             match Preference::find(store, &caller, &tool.spec.name, &job.arguments).await {
                 Ok(Some(pref)) => {
-                    result.approval = Some(ApprovalInfo {
+                    result.approval = Some(Box::new(ApprovalInfo {
                         id: None,
                         status: ApprovalStatus::Approved,
                         arguments_hash: fingerprint.clone(),
@@ -243,7 +252,7 @@ async fn guard(job: &mut Job, result: &mut CallResult, guarded: &mut Guarded) ->
                             pref.principal, pref.id, pref.tool
                         )),
                         preference_id: Some(pref.id),
-                    });
+                    }));
                 }
                 Ok(None) => {
                     match approval::request(
@@ -262,7 +271,7 @@ async fn guard(job: &mut Job, result: &mut CallResult, guarded: &mut Guarded) ->
                             result.envelope = approval::pending_envelope(&rec);
                             let mut info = rec.info();
                             info.reason = why;
-                            result.approval = Some(info);
+                            result.approval = Some(Box::new(info));
                         }
                         Err(e) => store_failure(result, e),
                     }
@@ -329,8 +338,15 @@ pub async fn after(d: &CallDurable, mut guarded: Guarded, result: &mut CallResul
     if let Some((key, version)) = guarded.run_call.take() {
         if result.status == CallStatus::Done {
             let rec = RunCallRecord::finished(result.clone());
-            if let Err(e) =
-                put_as(store, Namespace::RunCall, &key, Expect::Version(version), &rec, Some(d.shared.run_ttl_ms)).await
+            if let Err(e) = put_as(
+                store,
+                Namespace::RunCall,
+                &key,
+                Expect::Version(version),
+                &rec,
+                Some(d.shared.run_ttl_ms),
+            )
+            .await
             {
                 note(result, e);
             }
@@ -341,7 +357,10 @@ pub async fn after(d: &CallDurable, mut guarded: Guarded, result: &mut CallResul
 }
 
 fn note(result: &mut CallResult, e: StoreError) {
-    let line = format!("the state store did not record this call's outcome: {}", e.0);
+    let line = format!(
+        "the state store did not record this call's outcome: {}",
+        e.0
+    );
     result.detail = Some(match result.detail.take() {
         Some(d) => format!("{d}\n{line}"),
         None => line,

@@ -71,7 +71,16 @@ pub async fn park(job: &Job, result: &mut CallResult) {
     };
     let key = run_call_key(&d.run_id, &job.id);
     let ttl = Some(d.shared.external_expiry_ms + RETAIN_MS);
-    match put_as(d.shared.store.as_ref(), Namespace::External, &key, Expect::Absent, &rec, ttl).await {
+    match put_as(
+        d.shared.store.as_ref(),
+        Namespace::External,
+        &key,
+        Expect::Absent,
+        &rec,
+        ttl,
+    )
+    .await
+    {
         Ok(Some(_)) => {
             result.status = CallStatus::PendingExternal;
             result.envelope = Envelope::error(
@@ -155,14 +164,18 @@ impl Engine {
             return Err(refuse(
                 ErrorCode::Conflict,
                 "duplicate",
-                format!("the result of call {call_id:?} was already submitted; a result counts once"),
+                format!(
+                    "the result of call {call_id:?} was already submitted; a result counts once"
+                ),
             ));
         }
         if now_ms() >= rec.expires_at_ms {
             return Err(refuse(
                 ErrorCode::Conflict,
                 "late",
-                format!("call {call_id:?} expired before its result arrived; it ended as a timeout"),
+                format!(
+                    "call {call_id:?} expired before its result arrived; it ended as a timeout"
+                ),
             ));
         }
         let envelope = match outcome {
@@ -177,7 +190,10 @@ impl Engine {
                     return Err(refuse(
                         ErrorCode::UnknownTool,
                         "unknown_tool",
-                        format!("tool {:?} is not registered here; cannot check the result", rec.tool),
+                        format!(
+                            "tool {:?} is not registered here; cannot check the result",
+                            rec.tool
+                        ),
                     ));
                 }
             },
@@ -200,7 +216,9 @@ impl Engine {
             return Err(refuse(
                 ErrorCode::Conflict,
                 "duplicate",
-                format!("another result for call {call_id:?} arrived at the same moment and counted"),
+                format!(
+                    "another result for call {call_id:?} arrived at the same moment and counted"
+                ),
             ));
         }
         Ok(envelope)

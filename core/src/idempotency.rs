@@ -308,9 +308,16 @@ pub async fn begin(
             lease_until_ms: now_ms() + lease,
             done: None,
         };
-        let won = put_as(store, Namespace::Idempotency, key, expect, &rec, Some(ttl_ms.max(lease)))
-            .await
-            .map_err(store_err)?;
+        let won = put_as(
+            store,
+            Namespace::Idempotency,
+            key,
+            expect,
+            &rec,
+            Some(ttl_ms.max(lease)),
+        )
+        .await
+        .map_err(store_err)?;
         waiters.forget(key, &notify);
         if let Some(version) = won {
             return Ok(Outcome::Run(Claim {

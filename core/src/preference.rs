@@ -58,9 +58,7 @@ fn prefix(caller: &Caller, tool: Option<&str>) -> String {
 impl Preference {
     /// Whether a call with `arguments` is covered.
     pub fn covers(&self, arguments: &Value) -> bool {
-        self.values
-            .iter()
-            .all(|(k, v)| arguments.get(k) == Some(v))
+        self.values.iter().all(|(k, v)| arguments.get(k) == Some(v))
     }
 
     /// Stores a preference for `caller` on `tool`, pinned to the `remember.scope` values of
@@ -99,9 +97,16 @@ impl Preference {
             created_at_ms: now_ms(),
         };
         let key = format!("{}{}", prefix(caller, Some(tool)), pref.id);
-        put_as(store, Namespace::Preference, &key, Expect::Absent, &pref, None)
-            .await?
-            .ok_or_else(|| StoreError("a fresh preference id was already taken".into()))?;
+        put_as(
+            store,
+            Namespace::Preference,
+            &key,
+            Expect::Absent,
+            &pref,
+            None,
+        )
+        .await?
+        .ok_or_else(|| StoreError("a fresh preference id was already taken".into()))?;
         Ok(pref)
     }
 

@@ -141,7 +141,9 @@ impl Engine {
             if !record.completed.iter().any(|c| c == id) {
                 return Err(ToolError::new(
                     ErrorCode::NotFound,
-                    format!("call {id:?} did not complete in run {run_id}; there is nothing to undo"),
+                    format!(
+                        "call {id:?} did not complete in run {run_id}; there is nothing to undo"
+                    ),
                 )
                 .with("reason", "unknown_call"));
             }
@@ -205,7 +207,12 @@ pub(crate) async fn compensate(
         if only.is_some_and(|o| o != call_id) {
             continue;
         }
-        let Some(result) = record.results.iter().find(|r| &r.call_id == call_id).cloned() else {
+        let Some(result) = record
+            .results
+            .iter()
+            .find(|r| &r.call_id == call_id)
+            .cloned()
+        else {
             continue;
         };
         entries.push(undo(engine, record, &result).await);
@@ -249,7 +256,10 @@ async fn undo(engine: &Engine, record: &RunRecord, result: &CallResult) -> Rollb
                 .and_then(|t| t.spec.policy.timeout_duration());
             ("handler".to_string(), h, timeout)
         }
-        (None, Some(name)) => match snapshot.get(&name).and_then(|t| Some((t.handler.clone()?, t))) {
+        (None, Some(name)) => match snapshot
+            .get(&name)
+            .and_then(|t| Some((t.handler.clone()?, t)))
+        {
             Some((h, t)) => (name, h, t.spec.policy.timeout_duration()),
             None => {
                 return entry(
@@ -280,9 +290,27 @@ async fn undo(engine: &Engine, record: &RunRecord, result: &CallResult) -> Rollb
         at_ms: now_ms(),
     };
     let claimed = match get_as::<Claim>(store, Namespace::Compensation, &key).await {
-        Ok(None) => put_as(store, Namespace::Compensation, &key, Expect::Absent, &claim, None).await,
+        Ok(None) => {
+            put_as(
+                store,
+                Namespace::Compensation,
+                &key,
+                Expect::Absent,
+                &claim,
+                None,
+            )
+            .await
+        }
         Ok(Some((c, v))) if c.state == "failed" => {
-            put_as(store, Namespace::Compensation, &key, Expect::Version(v), &claim, None).await
+            put_as(
+                store,
+                Namespace::Compensation,
+                &key,
+                Expect::Version(v),
+                &claim,
+                None,
+            )
+            .await
         }
         Ok(Some((c, _))) if c.state == "done" => {
             return entry(
@@ -336,7 +364,10 @@ async fn undo(engine: &Engine, record: &RunRecord, result: &CallResult) -> Rollb
                 cancel.cancel();
                 Ok(Err(HandlerError::tool(
                     ErrorCode::Timeout,
-                    format!("the compensation did not finish within {} ms", limit.as_millis()),
+                    format!(
+                        "the compensation did not finish within {} ms",
+                        limit.as_millis()
+                    ),
                 )))
             }
         },
@@ -355,7 +386,15 @@ async fn undo(engine: &Engine, record: &RunRecord, result: &CallResult) -> Rollb
         state: if ok { "done" } else { "failed" }.into(),
         at_ms: now_ms(),
     };
-    let _ = put_as(store, Namespace::Compensation, &key, Expect::Version(version), &done, None).await;
+    let _ = put_as(
+        store,
+        Namespace::Compensation,
+        &key,
+        Expect::Version(version),
+        &done,
+        None,
+    )
+    .await;
     if ok {
         entry(
             RollbackOutcome::Compensated,
@@ -368,7 +407,8 @@ async fn undo(engine: &Engine, record: &RunRecord, result: &CallResult) -> Rollb
             RollbackOutcome::Failed,
             Some(label),
             Some(envelope),
-            "the compensation failed; the effect may remain, and a later rollback will try again".into(),
+            "the compensation failed; the effect may remain, and a later rollback will try again"
+                .into(),
         )
     }
 }

@@ -282,7 +282,9 @@ impl Engine {
         });
         record.passes += 1;
         let pass_no = record.passes;
-        record.steps.push(step(pass_no, "resumed", None, Value::Null));
+        record
+            .steps
+            .push(step(pass_no, "resumed", None, Value::Null));
         let Some(version) = put_as(
             store,
             Namespace::Run,
@@ -327,7 +329,7 @@ impl Engine {
                         }
                         Some((rec, _)) => {
                             let mut r = r.clone();
-                            r.approval = Some(rec.info());
+                            r.approval = Some(Box::new(rec.info()));
                             if let Some(env) = rec.refusal() {
                                 r.status = CallStatus::Done;
                                 r.envelope = env;
@@ -362,12 +364,7 @@ impl Engine {
             settled: Arc::new(settled),
             changed: Arc::new(changed),
             approved: Arc::new(approved),
-            ..Pass::new(
-                self.durable.clone(),
-                Arc::from(run_id),
-                &record.calls,
-                true,
-            )
+            ..Pass::new(self.durable.clone(), Arc::from(run_id), &record.calls, true)
         };
         let options = record.options.clone();
         let out = Batch::new(
@@ -434,10 +431,14 @@ async fn persist(
         .filter(|r| r.status == CallStatus::Done && r.envelope.is_ok() && !r.replayed)
         .map(|r| r.call_id.clone())
         .collect();
-    let compensable = newly_completed.iter().any(|id| {
-        out.get(id)
-            .and_then(|r| snapshot.get(&r.tool))
-            .is_some_and(|t| rollback::has_compensation(durable, &t.spec))
+    // Over the results themselves: looking each id up in `out` was quadratic in the batch.
+    let compensable = ran.iter().any(|r| {
+        r.status == CallStatus::Done
+            && r.envelope.is_ok()
+            && !r.replayed
+            && snapshot
+                .get(&r.tool)
+                .is_some_and(|t| rollback::has_compensation(durable, &t.spec))
     });
     let pending = out.results.iter().any(|r| r.status != CallStatus::Done);
     let failed = out
@@ -512,7 +513,10 @@ async fn persist(
                 let e = refusal(
                     ErrorCode::Conflict,
                     "run_busy",
-                    format!("run {} was changed by another process during this pass", record.id),
+                    format!(
+                        "run {} was changed by another process during this pass",
+                        record.id
+                    ),
                 );
                 return (out, Some(e));
             }

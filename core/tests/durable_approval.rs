@@ -92,9 +92,17 @@ async fn a_high_risk_call_waits_independent_calls_go_on_dependents_wait() {
         .engine
         .run(
             vec![
-                Call::new("mail", "send_email", json!({"to": "bob@x.io", "body": "hi"})),
+                Call::new(
+                    "mail",
+                    "send_email",
+                    json!({"to": "bob@x.io", "body": "hi"}),
+                ),
                 Call::new("look", "search", json!({"q": 1})),
-                Call::new("after", "search", json!({"id": {"$from": "mail", "pointer": "/sent_to"}})),
+                Call::new(
+                    "after",
+                    "search",
+                    json!({"id": {"$from": "mail", "pointer": "/sent_to"}}),
+                ),
             ],
             alice(),
             BatchOptions::default(),
@@ -107,9 +115,15 @@ async fn a_high_risk_call_waits_independent_calls_go_on_dependents_wait() {
     assert_eq!(info.status, ApprovalStatus::Pending);
     assert_eq!(info.risk, Risk::High);
     assert_eq!(info.requested_by.as_deref(), Some("alice"));
-    assert_eq!(mail.arguments, Some(json!({"to": "bob@x.io", "body": "hi"})));
+    assert_eq!(
+        mail.arguments,
+        Some(json!({"to": "bob@x.io", "body": "hi"}))
+    );
     assert_eq!(mail.tool, "send_email");
-    assert!(out.get("look").unwrap().envelope.is_ok(), "independent calls run");
+    assert!(
+        out.get("look").unwrap().envelope.is_ok(),
+        "independent calls run"
+    );
     assert_eq!(out.get("after").unwrap().status, CallStatus::Waiting);
     assert_eq!(f.sent.load(Ordering::SeqCst), 0, "nothing was sent");
     let run_id = out.run_id.clone().expect("a suspended batch is a run");
@@ -127,7 +141,10 @@ async fn a_high_risk_call_waits_independent_calls_go_on_dependents_wait() {
     assert_eq!(decided.status, ApprovalStatus::Approved);
     let resumed = f.engine.resume(&run_id).await.unwrap();
     let mail = resumed.get("mail").unwrap();
-    assert_eq!(mail.envelope.to_value(), json!({"ok": true, "data": {"sent_to": "bob@x.io"}}));
+    assert_eq!(
+        mail.envelope.to_value(),
+        json!({"ok": true, "data": {"sent_to": "bob@x.io"}})
+    );
     let info = mail.approval.as_ref().unwrap();
     assert_eq!(info.decided_by.as_deref(), Some("rita"));
     assert!(info.decided_at_ms.is_some());
@@ -135,7 +152,10 @@ async fn a_high_risk_call_waits_independent_calls_go_on_dependents_wait() {
         resumed.get("after").unwrap().envelope.to_value(),
         json!({"ok": true, "data": {"found": {"id": "bob@x.io"}}})
     );
-    assert_eq!(resumed.get("look").unwrap().envelope, out.get("look").unwrap().envelope);
+    assert_eq!(
+        resumed.get("look").unwrap().envelope,
+        out.get("look").unwrap().envelope
+    );
     assert_eq!(f.sent.load(Ordering::SeqCst), 1);
     // Resuming a finished run runs nothing again.
     let again = f.engine.resume(&run_id).await.unwrap();
@@ -181,7 +201,11 @@ async fn low_risk_is_auto_approved_and_rules_are_per_tool() {
         )
         .unwrap();
     let out = engine
-        .run(vec![Call::new("w", "wipe", json!({}))], alice(), BatchOptions::default())
+        .run(
+            vec![Call::new("w", "wipe", json!({}))],
+            alice(),
+            BatchOptions::default(),
+        )
         .await;
     assert_eq!(out.results[0].status, CallStatus::PendingApproval);
 }
@@ -192,9 +216,12 @@ async fn a_predicate_in_the_apps_language_decides() {
         Ok(q.arguments["amount"].as_i64().unwrap_or(0) > 100 && q.caller.roles.is_empty())
     }));
     engine
-        .register(Tool::from_fn("refund", "Refunds.", json!({"type": "object"}), |a, _| async move {
-            Ok(a)
-        }))
+        .register(Tool::from_fn(
+            "refund",
+            "Refunds.",
+            json!({"type": "object"}),
+            |a, _| async move { Ok(a) },
+        ))
         .unwrap();
     let out = engine
         .run(
@@ -213,16 +240,31 @@ async fn a_predicate_in_the_apps_language_decides() {
         Err("policy service down".to_string())
     }));
     engine
-        .register(Tool::from_fn("refund", "Refunds.", json!({"type": "object"}), |a, _| async move {
-            Ok(a)
-        }))
+        .register(Tool::from_fn(
+            "refund",
+            "Refunds.",
+            json!({"type": "object"}),
+            |a, _| async move { Ok(a) },
+        ))
         .unwrap();
     let out = engine
-        .run(vec![Call::new("x", "refund", json!({}))], alice(), BatchOptions::default())
+        .run(
+            vec![Call::new("x", "refund", json!({}))],
+            alice(),
+            BatchOptions::default(),
+        )
         .await;
     let r = &out.results[0];
     assert_eq!(r.status, CallStatus::PendingApproval);
-    assert!(r.approval.as_ref().unwrap().reason.as_deref().unwrap().contains("policy service down"));
+    assert!(
+        r.approval
+            .as_ref()
+            .unwrap()
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("policy service down")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -240,17 +282,48 @@ async fn forged_replayed_mismatched_and_unauthorised_decisions_are_refused() {
     let id = info.id.clone().unwrap();
     let reason = |e: ToolError| (e.code, e.details["reason"].as_str().unwrap().to_string());
 
-    let unknown = f.engine.decide("apr_forged", approve(&info.arguments_hash), &reviewer("rita")).await;
-    assert_eq!(reason(unknown.unwrap_err()), (ErrorCode::NotFound, "unknown_approval".into()));
-    let wrong_hash = f.engine.decide(&id, approve(&"0".repeat(64)), &reviewer("rita")).await;
-    assert_eq!(reason(wrong_hash.unwrap_err()), (ErrorCode::Conflict, "arguments_mismatch".into()));
-    let self_approval = f.engine.decide(&id, approve(&info.arguments_hash), &alice()).await;
-    assert_eq!(reason(self_approval.unwrap_err()), (ErrorCode::PermissionDenied, "not_an_approver".into()));
+    let unknown = f
+        .engine
+        .decide(
+            "apr_forged",
+            approve(&info.arguments_hash),
+            &reviewer("rita"),
+        )
+        .await;
+    assert_eq!(
+        reason(unknown.unwrap_err()),
+        (ErrorCode::NotFound, "unknown_approval".into())
+    );
+    let wrong_hash = f
+        .engine
+        .decide(&id, approve(&"0".repeat(64)), &reviewer("rita"))
+        .await;
+    assert_eq!(
+        reason(wrong_hash.unwrap_err()),
+        (ErrorCode::Conflict, "arguments_mismatch".into())
+    );
+    let self_approval = f
+        .engine
+        .decide(&id, approve(&info.arguments_hash), &alice())
+        .await;
+    assert_eq!(
+        reason(self_approval.unwrap_err()),
+        (ErrorCode::PermissionDenied, "not_an_approver".into())
+    );
     let mut elsewhere = reviewer("rita");
     elsewhere.tenant = Some("other".into());
-    let cross_tenant = f.engine.decide(&id, approve(&info.arguments_hash), &elsewhere).await;
-    assert_eq!(reason(cross_tenant.unwrap_err()), (ErrorCode::PermissionDenied, "not_an_approver".into()));
-    let anonymous = f.engine.decide(&id, approve(&info.arguments_hash), &Caller::default()).await;
+    let cross_tenant = f
+        .engine
+        .decide(&id, approve(&info.arguments_hash), &elsewhere)
+        .await;
+    assert_eq!(
+        reason(cross_tenant.unwrap_err()),
+        (ErrorCode::PermissionDenied, "not_an_approver".into())
+    );
+    let anonymous = f
+        .engine
+        .decide(&id, approve(&info.arguments_hash), &Caller::default())
+        .await;
     assert_eq!(anonymous.unwrap_err().code, ErrorCode::PermissionDenied);
 
     f.engine
@@ -264,14 +337,32 @@ async fn forged_replayed_mismatched_and_unauthorised_decisions_are_refused() {
         )
         .await
         .unwrap();
-    let replayed = f.engine.decide(&id, approve(&info.arguments_hash), &reviewer("rita")).await;
-    assert_eq!(reason(replayed.unwrap_err()), (ErrorCode::Conflict, "already_decided".into()));
+    let replayed = f
+        .engine
+        .decide(&id, approve(&info.arguments_hash), &reviewer("rita"))
+        .await;
+    assert_eq!(
+        reason(replayed.unwrap_err()),
+        (ErrorCode::Conflict, "already_decided".into())
+    );
 
-    let resumed = f.engine.resume(out.run_id.as_deref().unwrap()).await.unwrap();
+    let resumed = f
+        .engine
+        .resume(out.run_id.as_deref().unwrap())
+        .await
+        .unwrap();
     let r = &resumed.results[0];
     assert_eq!(r.envelope.code(), Some(ErrorCode::ApprovalRejected));
-    assert!(r.envelope.to_value()["error"]["message"].as_str().unwrap().contains("not to Bob, ever"));
-    assert_eq!(r.approval.as_ref().unwrap().decided_by.as_deref(), Some("rita"));
+    assert!(
+        r.envelope.to_value()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not to Bob, ever")
+    );
+    assert_eq!(
+        r.approval.as_ref().unwrap().decided_by.as_deref(),
+        Some("rita")
+    );
     assert_eq!(f.sent.load(Ordering::SeqCst), 0);
 }
 
@@ -281,7 +372,11 @@ async fn an_edit_is_validated_and_exactly_the_edit_runs() {
     let out = f
         .engine
         .run(
-            vec![Call::new("m", "send_email", json!({"to": "bob@x.io", "body": "draft"}))],
+            vec![Call::new(
+                "m",
+                "send_email",
+                json!({"to": "bob@x.io", "body": "draft"}),
+            )],
             alice(),
             BatchOptions::default(),
         )
@@ -314,7 +409,11 @@ async fn an_edit_is_validated_and_exactly_the_edit_runs() {
         )
         .await
         .unwrap();
-    let resumed = f.engine.resume(out.run_id.as_deref().unwrap()).await.unwrap();
+    let resumed = f
+        .engine
+        .resume(out.run_id.as_deref().unwrap())
+        .await
+        .unwrap();
     let r = &resumed.results[0];
     assert!(r.envelope.is_ok());
     assert_eq!(r.arguments.as_ref(), Some(&edited));
@@ -326,14 +425,24 @@ async fn an_edit_is_validated_and_exactly_the_edit_runs() {
 async fn several_pending_are_decided_independently_in_any_order() {
     let f = fixture(high(), true, None);
     let calls = (0..3)
-        .map(|i| Call::new(format!("m{i}"), "send_email", json!({"to": format!("p{i}@x.io")})))
+        .map(|i| {
+            Call::new(
+                format!("m{i}"),
+                "send_email",
+                json!({"to": format!("p{i}@x.io")}),
+            )
+        })
         .collect();
     let out = f.engine.run(calls, alice(), BatchOptions::default()).await;
     let run_id = out.run_id.clone().unwrap();
     let info = |i: usize| out.results[i].approval.clone().unwrap();
     // Decide the last first, resume, then the first: each settles on its own.
     f.engine
-        .decide(info(2).id.as_deref().unwrap(), approve(&info(2).arguments_hash), &reviewer("rita"))
+        .decide(
+            info(2).id.as_deref().unwrap(),
+            approve(&info(2).arguments_hash),
+            &reviewer("rita"),
+        )
         .await
         .unwrap();
     let mid = f.engine.resume(&run_id).await.unwrap();
@@ -352,11 +461,18 @@ async fn several_pending_are_decided_independently_in_any_order() {
         .await
         .unwrap();
     f.engine
-        .decide(info(1).id.as_deref().unwrap(), approve(&info(1).arguments_hash), &reviewer("sam"))
+        .decide(
+            info(1).id.as_deref().unwrap(),
+            approve(&info(1).arguments_hash),
+            &reviewer("sam"),
+        )
         .await
         .unwrap();
     let end = f.engine.resume(&run_id).await.unwrap();
-    assert_eq!(end.get("m0").unwrap().envelope.code(), Some(ErrorCode::ApprovalRejected));
+    assert_eq!(
+        end.get("m0").unwrap().envelope.code(),
+        Some(ErrorCode::ApprovalRejected)
+    );
     assert!(end.get("m1").unwrap().envelope.is_ok());
     assert!(end.get("m2").unwrap().envelope.is_ok());
     assert_eq!(f.sent.load(Ordering::SeqCst), 2, "m2 did not run twice");
@@ -377,12 +493,23 @@ async fn an_undecided_request_expires() {
     tokio::time::sleep(std::time::Duration::from_millis(150)).await;
     let late = f
         .engine
-        .decide(info.id.as_deref().unwrap(), approve(&info.arguments_hash), &reviewer("rita"))
+        .decide(
+            info.id.as_deref().unwrap(),
+            approve(&info.arguments_hash),
+            &reviewer("rita"),
+        )
         .await
         .unwrap_err();
     assert_eq!(late.code, ErrorCode::ApprovalExpired);
-    let resumed = f.engine.resume(out.run_id.as_deref().unwrap()).await.unwrap();
-    assert_eq!(resumed.results[0].envelope.code(), Some(ErrorCode::ApprovalExpired));
+    let resumed = f
+        .engine
+        .resume(out.run_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        resumed.results[0].envelope.code(),
+        Some(ErrorCode::ApprovalExpired)
+    );
     assert_eq!(resumed.results[0].status, CallStatus::Done);
     assert!(f.engine.pending_approvals(None).await.unwrap().is_empty());
     assert_eq!(f.sent.load(Ordering::SeqCst), 0);
@@ -404,7 +531,16 @@ async fn a_learned_preference_auto_approves_says_why_and_is_revocable() {
     // Someone else cannot confirm alice's call, nor remember a preference for her.
     let mut mallory = alice();
     mallory.principal = Some("mallory".into());
-    assert!(f.engine.decide(info.id.as_deref().unwrap(), approve(&info.arguments_hash), &mallory).await.is_err());
+    assert!(
+        f.engine
+            .decide(
+                info.id.as_deref().unwrap(),
+                approve(&info.arguments_hash),
+                &mallory
+            )
+            .await
+            .is_err()
+    );
     f.engine
         .decide(
             info.id.as_deref().unwrap(),
@@ -418,25 +554,49 @@ async fn a_learned_preference_auto_approves_says_why_and_is_revocable() {
         )
         .await
         .unwrap();
-    f.engine.resume(out.run_id.as_deref().unwrap()).await.unwrap();
+    f.engine
+        .resume(out.run_id.as_deref().unwrap())
+        .await
+        .unwrap();
     // Same recipient: allowed without asking, and the result says by which preference.
     let again = ask("bob@x.io").await;
     let r = &again.results[0];
     assert!(r.envelope.is_ok(), "{r:?}");
     let why = r.approval.as_ref().unwrap();
     assert!(why.preference_id.is_some());
-    assert!(why.reason.as_deref().unwrap().contains("always allow send_email"));
+    assert!(
+        why.reason
+            .as_deref()
+            .unwrap()
+            .contains("always allow send_email")
+    );
     // Another recipient is outside the preference's scope.
-    assert_eq!(ask("eve@x.io").await.results[0].status, CallStatus::PendingApproval);
+    assert_eq!(
+        ask("eve@x.io").await.results[0].status,
+        CallStatus::PendingApproval
+    );
     // Another principal is not covered.
     let bob = engine_run_as(&f.engine, "bob").await;
     assert_eq!(bob.results[0].status, CallStatus::PendingApproval);
     // Revoked: asks again.
     let prefs = f.engine.preferences(&alice()).await.unwrap();
     assert_eq!(prefs.len(), 1);
-    assert!(f.engine.revoke_preference(&alice(), &prefs[0].id).await.unwrap());
-    assert!(!f.engine.revoke_preference(&alice(), &prefs[0].id).await.unwrap());
-    assert_eq!(ask("bob@x.io").await.results[0].status, CallStatus::PendingApproval);
+    assert!(
+        f.engine
+            .revoke_preference(&alice(), &prefs[0].id)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.engine
+            .revoke_preference(&alice(), &prefs[0].id)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        ask("bob@x.io").await.results[0].status,
+        CallStatus::PendingApproval
+    );
     // The direct API: always allow every call of the tool.
     f.engine
         .allow_always(&alice(), "send_email", Default::default())
@@ -451,7 +611,11 @@ async fn engine_run_as(engine: &Engine, who: &str) -> BatchResult {
     caller.principal = Some(who.into());
     engine
         .run(
-            vec![Call::new("m", "send_email", json!({"to": "bob@x.io", "body": "x"}))],
+            vec![Call::new(
+                "m",
+                "send_email",
+                json!({"to": "bob@x.io", "body": "x"}),
+            )],
             caller,
             BatchOptions::default(),
         )

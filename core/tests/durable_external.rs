@@ -37,7 +37,11 @@ async fn a_client_result_completes_the_call_and_the_run_goes_on() {
         .run(
             vec![
                 Call::new("q", "ask_user", json!({"question": "Which day?"})),
-                Call::new("e", "echo", json!({"day": {"$from": "q", "pointer": "/answer"}})),
+                Call::new(
+                    "e",
+                    "echo",
+                    json!({"day": {"$from": "q", "pointer": "/answer"}}),
+                ),
                 Call::new("x", "echo", json!({"n": 1})),
             ],
             Caller::principal("u1"),
@@ -46,7 +50,11 @@ async fn a_client_result_completes_the_call_and_the_run_goes_on() {
         .await;
     let q = out.get("q").unwrap();
     assert_eq!(q.status, CallStatus::PendingExternal);
-    assert_eq!(q.arguments, Some(json!({"question": "Which day?"})), "what the client needs");
+    assert_eq!(
+        q.arguments,
+        Some(json!({"question": "Which day?"})),
+        "what the client needs"
+    );
     assert_eq!(out.get("e").unwrap().status, CallStatus::Waiting);
     assert!(out.get("x").unwrap().envelope.is_ok());
     let run_id = out.run_id.clone().unwrap();
@@ -65,7 +73,10 @@ async fn a_client_result_completes_the_call_and_the_run_goes_on() {
         .submit_result(&run_id, "nope", Ok(json!({"answer": "x"})))
         .await
         .unwrap_err();
-    assert_eq!((unknown.code, reason(&unknown)), (ErrorCode::NotFound, "unknown_call"));
+    assert_eq!(
+        (unknown.code, reason(&unknown)),
+        (ErrorCode::NotFound, "unknown_call")
+    );
     let other_run = engine
         .submit_result("run_forged", "q", Ok(json!({"answer": "x"})))
         .await
@@ -76,7 +87,10 @@ async fn a_client_result_completes_the_call_and_the_run_goes_on() {
         .submit_result(&run_id, "q", Ok(json!({"answer": "Tuesday"})))
         .await
         .unwrap();
-    assert_eq!(env.to_value(), json!({"ok": true, "data": {"answer": "Tuesday"}}));
+    assert_eq!(
+        env.to_value(),
+        json!({"ok": true, "data": {"answer": "Tuesday"}})
+    );
     let dup = engine
         .submit_result(&run_id, "q", Ok(json!({"answer": "Friday"})))
         .await
@@ -113,12 +127,18 @@ async fn a_client_error_reaches_the_model_and_dependents_do_not_run() {
         .submit_result(
             &run_id,
             "q",
-            Err(ToolError::new(ErrorCode::Cancelled, "the user closed the dialog")),
+            Err(ToolError::new(
+                ErrorCode::Cancelled,
+                "the user closed the dialog",
+            )),
         )
         .await
         .unwrap();
     let resumed = engine.resume(&run_id).await.unwrap();
-    assert_eq!(resumed.get("q").unwrap().envelope.code(), Some(ErrorCode::Cancelled));
+    assert_eq!(
+        resumed.get("q").unwrap().envelope.code(),
+        Some(ErrorCode::Cancelled)
+    );
     assert_eq!(
         resumed.get("e").unwrap().envelope.code(),
         Some(ErrorCode::DependencyFailed)

@@ -10,7 +10,10 @@ use tooljig::*;
 static HUNG: AtomicBool = AtomicBool::new(false);
 
 /// An engine with `pay`: counts its runs, sleeps `ms`, fails when `fail` is set.
-fn pay_engine(store: Option<Arc<dyn StateStore>>, mode: IdempotencyMode) -> (Engine, Arc<AtomicUsize>) {
+fn pay_engine(
+    store: Option<Arc<dyn StateStore>>,
+    mode: IdempotencyMode,
+) -> (Engine, Arc<AtomicUsize>) {
     let runs = Arc::new(AtomicUsize::new(0));
     let mut engine = Engine::new();
     if let Some(s) = store {
@@ -64,13 +67,14 @@ async fn a_duplicate_in_flight_waits_and_shares_then_later_ones_replay() {
     let (engine, runs) = pay_engine(None, IdempotencyMode::Arguments);
     let engine = Arc::new(engine);
     let args = json!({"amount": 5, "ms": 150});
-    let (a, b) = tokio::join!(
-        one(&engine, Call::new("a", "pay", args.clone())),
-        async {
-            tokio::time::sleep(Duration::from_millis(30)).await;
-            one(&engine, Call::new("b", "pay", json!({"ms": 150, "amount": 5}))).await
-        }
-    );
+    let (a, b) = tokio::join!(one(&engine, Call::new("a", "pay", args.clone())), async {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        one(
+            &engine,
+            Call::new("b", "pay", json!({"ms": 150, "amount": 5})),
+        )
+        .await
+    });
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the handler ran once");
     assert_eq!(a.envelope, b.envelope);
     assert!(!a.replayed);
@@ -169,7 +173,10 @@ async fn a_dead_holders_lease_lapses_and_the_retry_says_so() {
             opts,
         )
         .await;
-    assert_eq!(out.results[0].envelope.code(), Some(ErrorCode::DeadlineExceeded));
+    assert_eq!(
+        out.results[0].envelope.code(),
+        Some(ErrorCode::DeadlineExceeded)
+    );
     // A second process opening the same store retries: it waits out the lease, then runs.
     let (engine2, runs2) = pay_engine(Some(store), IdempotencyMode::Key);
     let started = std::time::Instant::now();
@@ -183,9 +190,16 @@ async fn a_dead_holders_lease_lapses_and_the_retry_says_so() {
             },
         )
         .await;
-    assert!(started.elapsed() >= Duration::from_millis(300), "it waited for the lease");
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "it waited for the lease"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    assert_eq!(runs2.load(Ordering::SeqCst), 1, "the retry ran once the lease lapsed");
+    assert_eq!(
+        runs2.load(Ordering::SeqCst),
+        1,
+        "the retry ran once the lease lapsed"
+    );
     let r = &retry.results[0];
     assert!(r.recovered, "the result says an earlier holder died: {r:?}");
     std::fs::remove_dir_all(&dir).ok();

@@ -39,14 +39,28 @@ fn app(dir: &Path) -> Engine {
             Ok(json!({"wrote": line}))
         }
     };
-    let schema = json!({"type": "object", "properties": {"line": {"type": "string"}}, "required": ["line"]});
+    let schema =
+        json!({"type": "object", "properties": {"line": {"type": "string"}}, "required": ["line"]});
     engine
-        .register(Tool::from_fn("note", "Appends a line.", schema.clone(), append.clone()))
+        .register(Tool::from_fn(
+            "note",
+            "Appends a line.",
+            schema.clone(),
+            append.clone(),
+        ))
         .unwrap();
     let mut policy = Policy::default().risk(Risk::High).require_approval();
     policy.approval.approver_roles = vec!["reviewer".into()];
     engine
-        .register(Tool::from_fn("transfer", "Appends a line, after approval.", schema, append).policy(policy))
+        .register(
+            Tool::from_fn(
+                "transfer",
+                "Appends a line, after approval.",
+                schema,
+                append,
+            )
+            .policy(policy),
+        )
         .unwrap();
     engine
 }
@@ -82,8 +96,10 @@ fn process_role() {
                     )
                     .await;
                 let b = out.get("b").unwrap().approval.clone().unwrap();
-                say(json!({"run_id": out.run_id, "approval_id": b.id, "hash": b.arguments_hash,
-                           "statuses": out.results.iter().map(|r| r.status).collect::<Vec<_>>()}));
+                say(
+                    json!({"run_id": out.run_id, "approval_id": b.id, "hash": b.arguments_hash,
+                           "statuses": out.results.iter().map(|r| r.status).collect::<Vec<_>>()}),
+                );
                 // Suspended and reported: now wait to be killed, like a server between turns.
                 std::thread::sleep(std::time::Duration::from_secs(600));
             }
@@ -104,7 +120,10 @@ fn process_role() {
                 say(json!({"status": rec.status}));
             }
             "resume" => {
-                let out = engine.resume(arg["run_id"].as_str().unwrap()).await.unwrap();
+                let out = engine
+                    .resume(arg["run_id"].as_str().unwrap())
+                    .await
+                    .unwrap();
                 say(serde_json::to_value(&out.results).unwrap());
             }
             other => panic!("unknown role {other}"),
@@ -116,7 +135,13 @@ fn process_role() {
 /// `keep`, the process is left running and returned to be killed.
 fn spawn(dir: &Path, role: &str, arg: &Value) -> (Value, std::process::Child) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "process_role", "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "process_role",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ROLE, role)
         .env(DIR, dir)
         .env(ARG, arg.to_string())
@@ -130,10 +155,16 @@ fn spawn(dir: &Path, role: &str, arg: &Value) -> (Value, std::process::Child) {
         if let Some(at) = line.find(MARK) {
             // Keep draining, or the helper's last words hit a closed pipe and it fails.
             std::thread::spawn(move || lines.for_each(drop));
-            return (serde_json::from_str(&line[at + MARK.len()..]).unwrap(), child);
+            return (
+                serde_json::from_str(&line[at + MARK.len()..]).unwrap(),
+                child,
+            );
         }
     }
-    panic!("the {role} process ended without reporting: {:?}", child.wait());
+    panic!(
+        "the {role} process ended without reporting: {:?}",
+        child.wait()
+    );
 }
 
 fn run_to_end(dir: &Path, role: &str, arg: &Value) -> Value {
@@ -148,17 +179,29 @@ fn a_run_survives_its_process() {
     std::fs::create_dir_all(&dir).unwrap();
 
     let (started, mut first) = spawn(&dir, "start", &Value::Null);
-    assert_eq!(started["statuses"], json!(["done", "pending_approval", "waiting"]));
+    assert_eq!(
+        started["statuses"],
+        json!(["done", "pending_approval", "waiting"])
+    );
     first.kill().unwrap();
     first.wait().unwrap();
 
     let approved = run_to_end(&dir, "approve", &started);
     assert_eq!(approved["status"], "approved");
     let resumed = run_to_end(&dir, "resume", &started);
-    let envelopes: Vec<&Value> = resumed.as_array().unwrap().iter().map(|r| &r["envelope"]).collect();
+    let envelopes: Vec<&Value> = resumed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["envelope"])
+        .collect();
     assert_eq!(
         envelopes,
-        [&json!({"ok": true, "data": {"wrote": "a"}}), &json!({"ok": true, "data": {"wrote": "b"}}), &json!({"ok": true, "data": {"wrote": "c"}})]
+        [
+            &json!({"ok": true, "data": {"wrote": "a"}}),
+            &json!({"ok": true, "data": {"wrote": "b"}}),
+            &json!({"ok": true, "data": {"wrote": "c"}})
+        ]
     );
     assert_eq!(resumed[1]["approval"]["decided_by"], "rita");
     // A fourth process resumes the finished run: nothing runs again.
@@ -166,11 +209,24 @@ fn a_run_survives_its_process() {
     assert_eq!(again, resumed);
 
     let effects = std::fs::read_to_string(dir.join("effects.txt")).unwrap();
-    let lines: Vec<&str> = effects.lines().map(|l| l.split(' ').next().unwrap()).collect();
-    assert_eq!(lines, ["a", "b", "c"], "each side effect exactly once:\n{effects}");
-    let pids: std::collections::HashSet<&str> =
-        effects.lines().map(|l| l.split(' ').nth(1).unwrap()).collect();
-    assert_eq!(pids.len(), 2, "a ran in the first process, b and c in the third");
+    let lines: Vec<&str> = effects
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        ["a", "b", "c"],
+        "each side effect exactly once:\n{effects}"
+    );
+    let pids: std::collections::HashSet<&str> = effects
+        .lines()
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        pids.len(),
+        2,
+        "a ran in the first process, b and c in the third"
+    );
 
     // The audit log, written by two processes, holds every step and an intact chain.
     let audit = SqliteAudit::query_file(dir.join("audit.db"), &AuditQuery::all()).unwrap();
@@ -191,8 +247,16 @@ fn a_run_survives_its_process() {
     );
     let b_done = &audit[3];
     assert_eq!(b_done.approval.as_ref().unwrap()["decided_by"], "rita");
-    assert!(b_done.approval.as_ref().unwrap()["decided_at_ms"].as_u64().is_some());
-    assert!(SqliteAudit::verify_file(dir.join("audit.db")).unwrap().is_intact());
+    assert!(
+        b_done.approval.as_ref().unwrap()["decided_at_ms"]
+            .as_u64()
+            .is_some()
+    );
+    assert!(
+        SqliteAudit::verify_file(dir.join("audit.db"))
+            .unwrap()
+            .is_intact()
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -44,13 +44,18 @@ fn engine() -> (Engine, Log) {
         .unwrap();
     let l = log.clone();
     engine
-        .register(Tool::from_fn("charge", "Charges a card.", obj.clone(), move |a: Value, _| {
-            let l = l.clone();
-            async move {
-                l.lock().unwrap().push(format!("charge {}", a["amount"]));
-                Ok(json!({"charge": "ch_1"}))
-            }
-        }))
+        .register(Tool::from_fn(
+            "charge",
+            "Charges a card.",
+            obj.clone(),
+            move |a: Value, _| {
+                let l = l.clone();
+                async move {
+                    l.lock().unwrap().push(format!("charge {}", a["amount"]));
+                    Ok(json!({"charge": "ch_1"}))
+                }
+            },
+        ))
         .unwrap();
     let l = log.clone();
     engine.compensate_with(
@@ -58,24 +63,34 @@ fn engine() -> (Engine, Log) {
         handler_fn(move |a: Value, _| {
             let l = l.clone();
             async move {
-                l.lock().unwrap().push(format!("refund {}", a["result"]["charge"]));
+                l.lock()
+                    .unwrap()
+                    .push(format!("refund {}", a["result"]["charge"]));
                 Ok(json!({"refunded": true}))
             }
         }),
     );
     let l = log.clone();
     engine
-        .register(Tool::from_fn("email", "Sends an email.", obj.clone(), move |_, _| {
-            let l = l.clone();
-            async move {
-                l.lock().unwrap().push("email".into());
-                Ok(json!({"sent": true}))
-            }
-        }))
+        .register(Tool::from_fn(
+            "email",
+            "Sends an email.",
+            obj.clone(),
+            move |_, _| {
+                let l = l.clone();
+                async move {
+                    l.lock().unwrap().push("email".into());
+                    Ok(json!({"sent": true}))
+                }
+            },
+        ))
         .unwrap();
     engine
         .register(Tool::from_fn("fail", "Fails.", obj, |_, _| async move {
-            Err(HandlerError::tool(ErrorCode::Conflict, "the slot was taken meanwhile"))
+            Err(HandlerError::tool(
+                ErrorCode::Conflict,
+                "the slot was taken meanwhile",
+            ))
         }))
         .unwrap();
     (engine, log)
@@ -107,26 +122,43 @@ async fn rollback_runs_compensations_latest_first_once_and_names_the_irreversibl
     use RollbackOutcome::*;
     assert_eq!(
         outcomes(&report),
-        [("e".into(), NotReversible), ("c".into(), Compensated), ("b".into(), Compensated)]
+        [
+            ("e".into(), NotReversible),
+            ("c".into(), Compensated),
+            ("b".into(), Compensated)
+        ]
     );
     assert!(!report.complete(), "an email cannot be unsent");
     assert!(report.entries[0].message.contains("cannot be undone"));
     assert_eq!(
         *log.lock().unwrap(),
-        ["book 7", "charge 90", "email", "refund \"ch_1\"", "cancel 7 \"b-7\""]
+        [
+            "book 7",
+            "charge 90",
+            "email",
+            "refund \"ch_1\"",
+            "cancel 7 \"b-7\""
+        ]
     );
     // Again: nothing runs twice.
     let again = engine.rollback(&run_id, None).await.unwrap();
     assert_eq!(
         outcomes(&again),
-        [("e".into(), NotReversible), ("c".into(), AlreadyRolledBack), ("b".into(), AlreadyRolledBack)]
+        [
+            ("e".into(), NotReversible),
+            ("c".into(), AlreadyRolledBack),
+            ("b".into(), AlreadyRolledBack)
+        ]
     );
     assert_eq!(log.lock().unwrap().len(), 5);
     let record = engine.run_record(&run_id).await.unwrap().unwrap();
     assert_eq!(record.rollback.len(), 6, "both rollbacks are recorded");
     assert!(record.steps.iter().any(|s| s.what == "compensated"));
     // Unknown runs and calls are refused.
-    assert_eq!(engine.rollback("run_nope", None).await.unwrap_err().code, ErrorCode::NotFound);
+    assert_eq!(
+        engine.rollback("run_nope", None).await.unwrap_err().code,
+        ErrorCode::NotFound
+    );
     assert_eq!(
         engine.rollback(&run_id, Some("zz")).await.unwrap_err().code,
         ErrorCode::NotFound
@@ -150,7 +182,10 @@ async fn one_call_can_be_rolled_back_alone() {
         .rollback(out.run_id.as_deref().unwrap(), Some("b"))
         .await
         .unwrap();
-    assert_eq!(outcomes(&report), [("b".into(), RollbackOutcome::Compensated)]);
+    assert_eq!(
+        outcomes(&report),
+        [("b".into(), RollbackOutcome::Compensated)]
+    );
     assert!(!log.lock().unwrap().iter().any(|l| l.starts_with("refund")));
 }
 
@@ -172,15 +207,28 @@ async fn an_atomic_batch_that_fails_is_compensated_automatically() {
             },
         )
         .await;
-    assert_eq!(out.get("f").unwrap().envelope.code(), Some(ErrorCode::Conflict));
+    assert_eq!(
+        out.get("f").unwrap().envelope.code(),
+        Some(ErrorCode::Conflict)
+    );
     assert_ne!(out.get("late").unwrap().envelope.code(), None);
-    let report = out.rollback.as_ref().expect("the failure triggered a rollback");
+    let report = out
+        .rollback
+        .as_ref()
+        .expect("the failure triggered a rollback");
     assert_eq!(
         outcomes(report),
-        [("c".into(), RollbackOutcome::Compensated), ("b".into(), RollbackOutcome::Compensated)]
+        [
+            ("c".into(), RollbackOutcome::Compensated),
+            ("b".into(), RollbackOutcome::Compensated)
+        ]
     );
     assert!(!log.lock().unwrap().contains(&"email".to_string()));
-    assert!(log.lock().unwrap().contains(&"cancel 3 \"b-3\"".to_string()));
+    assert!(
+        log.lock()
+            .unwrap()
+            .contains(&"cancel 3 \"b-3\"".to_string())
+    );
     // A successful atomic batch is left alone.
     let ok = engine
         .run(
@@ -214,6 +262,12 @@ async fn in_an_atomic_batch_nothing_starts_after_a_failure() {
         )
         .await;
     assert!(log.lock().unwrap().is_empty(), "{:?}", log.lock().unwrap());
-    assert_eq!(out.get("e").unwrap().envelope.code(), Some(ErrorCode::Cancelled));
-    assert_eq!(out.get("b").unwrap().envelope.code(), Some(ErrorCode::Cancelled));
+    assert_eq!(
+        out.get("e").unwrap().envelope.code(),
+        Some(ErrorCode::Cancelled)
+    );
+    assert_eq!(
+        out.get("b").unwrap().envelope.code(),
+        Some(ErrorCode::Cancelled)
+    );
 }

@@ -102,12 +102,8 @@ pub trait StateStore: Send + Sync + 'static {
     ) -> BoxFuture<Result<Option<u64>, StoreError>>;
 
     /// Deletes the record if it is at `version`; `Ok(false)` when it changed or is gone.
-    fn delete(
-        &self,
-        ns: Namespace,
-        key: &str,
-        version: u64,
-    ) -> BoxFuture<Result<bool, StoreError>>;
+    fn delete(&self, ns: Namespace, key: &str, version: u64)
+    -> BoxFuture<Result<bool, StoreError>>;
 
     /// Live records whose key starts with `prefix`, in key order, at most `limit`.
     fn list(

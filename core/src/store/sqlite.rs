@@ -23,9 +23,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 impl SqliteStore {
     /// Opens (or creates) the store at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let conn = Connection::open(path.as_ref()).map_err(|e| {
-            StoreError(format!("cannot open {}: {e}", path.as_ref().display()))
-        })?;
+        let conn = Connection::open(path.as_ref())
+            .map_err(|e| StoreError(format!("cannot open {}: {e}", path.as_ref().display())))?;
         Self::setup(conn)
     }
 
@@ -102,7 +101,11 @@ fn read_at(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<(u64, String,
     ))
 }
 
-fn decode(ns: Namespace, key: &str, (version, text, exp): (u64, String, Option<u64>)) -> Result<Versioned, StoreError> {
+fn decode(
+    ns: Namespace,
+    key: &str,
+    (version, text, exp): (u64, String, Option<u64>),
+) -> Result<Versioned, StoreError> {
     let value = serde_json::from_str(&text)
         .map_err(|e| StoreError(format!("record {}/{key} is not JSON: {e}", ns.as_str())))?;
     Ok(Versioned {
@@ -164,7 +167,13 @@ impl StateStore for SqliteStore {
                  ON CONFLICT (ns, key) DO UPDATE SET
                      version = excluded.version, value = excluded.value,
                      expires_at = excluded.expires_at",
-                params![ns.as_str(), key, int(version), text, ttl_ms.map(|t| int(now + t))],
+                params![
+                    ns.as_str(),
+                    key,
+                    int(version),
+                    text,
+                    ttl_ms.map(|t| int(now + t))
+                ],
             )
             .map_err(err)?;
             tx.commit().map_err(err)?;
@@ -253,14 +262,26 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let a = SqliteStore::open(dir.join("s.db")).unwrap();
         let b = SqliteStore::open(dir.join("s.db")).unwrap();
-        a.put(Namespace::Run, "r", Expect::Absent, serde_json::json!(1), None)
-            .await
-            .unwrap()
-            .unwrap();
+        a.put(
+            Namespace::Run,
+            "r",
+            Expect::Absent,
+            serde_json::json!(1),
+            None,
+        )
+        .await
+        .unwrap()
+        .unwrap();
         assert_eq!(
-            b.put(Namespace::Run, "r", Expect::Absent, serde_json::json!(2), None)
-                .await
-                .unwrap(),
+            b.put(
+                Namespace::Run,
+                "r",
+                Expect::Absent,
+                serde_json::json!(2),
+                None
+            )
+            .await
+            .unwrap(),
             None
         );
         assert_eq!(

@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::time::Duration;
 use tooljig::{
-    ApprovalQuery, ApprovalRules, BatchResult, Caller, Decision, Engine, Remember,
-    RollbackReport, ToolError, approval_predicate_fn,
+    ApprovalQuery, ApprovalRules, BatchResult, Caller, Decision, Engine, Remember, RollbackReport,
+    ToolError, approval_predicate_fn,
 };
 
 /// `engine.approval_predicate`: a call needs approval when any rule matches it.
