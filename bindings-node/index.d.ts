@@ -23,9 +23,11 @@ export type JsCancel = NativeCancel
 /** The engine behind the JS `Engine` class. */
 export declare class NativeEngine {
   /**
-   * An engine whose handlers the JS layer runs through `dispatch(text)`. `options`:
-   * `limits` (`{maxArgumentBytes, maxDepth}`) and `schemaResources` (`{uri: schema}`,
-   * documents that schemas may `$ref`).
+   * An engine whose handlers (and policy hook, resolvers) the JS layer runs through
+   * `dispatch(text)`. `options`: `limits` (`{maxArgumentBytes, maxDepth}`),
+   * `schemaResources` (`{uri: schema}`), `settings` (enabled flags), `audit` (`"memory"`,
+   * `{sqlite: path}`, `{jsonl: path}`), `policyHook` (true when the JS layer has one) and
+   * `resolvers` (their names, in the JS layer's table order).
    */
   constructor(dispatch: (arg: string) => void, options?: any | undefined | null)
   /**
@@ -35,8 +37,26 @@ export declare class NativeEngine {
    * when the registration is refused.
    */
   register(spec: any, handler?: number | undefined | null): RegistrationProblem | null
-  /** The specs of every tool, in registration order (camelCase keys; schemas untouched). */
-  specs(): any
+  /**
+   * The specs of every tool, in registration order (camelCase keys; schemas untouched).
+   * With a caller: only the tools that caller may use, hidden parameters removed from their
+   * input schemas (what to hand a model).
+   */
+  specs(caller?: any | undefined | null): any
+  /** Replaces the enabled flags (`{system, tenants, departments, users}`), for later calls. */
+  setSettings(settings: any): void
+  /**
+   * Audit records matching `query` (`{principal, tenant, tool, callId, outcome, code,
+   * sinceMs, untilMs, limit}`), in sequence order, as JSON text (camelCase keys).
+   */
+  audit(query?: any | undefined | null): Promise<string>
+  /**
+   * Walks the audit hash chain: `{records, broken}` as JSON text; `broken` names the first
+   * broken link, or is absent when the chain is intact.
+   */
+  verifyAudit(): Promise<string>
+  /** Counters and latency histograms per tool, so far. */
+  telemetry(): any
   /** Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text. */
   settle(settled: string): void
   /**

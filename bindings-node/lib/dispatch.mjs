@@ -58,6 +58,10 @@ function fromThrow(e) {
 export class Dispatcher {
   /** @type {{name: string, execute: Function, parse: Function | null}[]} */
   handlers = []
+  /** The engine's policy hook, if any. */
+  hook = null
+  /** Resolver functions, by the index the native engine knows them by. */
+  resolvers = []
   /** Calls in flight by token; a token missing here was timed out or cancelled. */
   live = new Map()
   outbox = []
@@ -74,10 +78,10 @@ export class Dispatcher {
   /** Called by the native engine with the drained queue (see `Drained` in Rust). */
   dispatch = (text) => {
     try {
-      const { callers, calls, aborts } = JSON.parse(text)
+      const { callers, calls, asks, aborts } = JSON.parse(text)
       for (const token of aborts) {
         const ctx = this.live.get(token)
-        if (ctx !== undefined) {
+        if (ctx) {
           this.live.delete(token)
           ctx[abortCall]()
         }
@@ -88,6 +92,11 @@ export class Dispatcher {
         const ctx = new ToolContext(callId, entry.name, attempt, callers[caller])
         this.live.set(token, ctx)
         this.#start(token, entry, args, ctx)
+      }
+      for (const [token, kind, index, request] of asks) {
+        const fn = kind === 'hook' ? this.hook : this.resolvers[index]
+        this.live.set(token, null)
+        this.#start(token, { execute: fn, parse: null }, request, undefined)
       }
     } catch (e) {
       // Only a bug of this layer can land here; say so loudly but never throw into Rust.

@@ -41,11 +41,30 @@ export class Engine {
   #native
 
   /**
-   * @param {{limits?: {maxArgumentBytes?: number, maxDepth?: number}, schemaResources?: Record<string, object>}} [options]
-   *   argument limits, and documents that schemas may `$ref` by URI (nothing is fetched).
+   * @param {object} [options] `limits` (`{maxArgumentBytes, maxDepth}`), `schemaResources`
+   *   (`{uri: schema}`: documents schemas may `$ref`; nothing is fetched), `settings` (enabled
+   *   flags `{system, tenants, departments, users}`), `audit` (`'memory'`, `{sqlite: path}` or
+   *   `{jsonl: path}`), `policyHook` (`(request) => boolean | {allow, reason}`, may be async)
+   *   and `resolvers` (`{name: (request) => resolution}`, may be async).
    */
   constructor(options = undefined) {
-    this.#native = new NativeEngine(this.#dispatcher.dispatch, options ?? null)
+    const { policyHook, resolvers, ...rest } = options ?? {}
+    const native = { ...rest }
+    if (policyHook !== undefined && policyHook !== null) {
+      if (typeof policyHook !== 'function') throw new TypeError('options.policyHook must be a function')
+      this.#dispatcher.hook = policyHook
+      native.policyHook = true
+    }
+    if (resolvers !== undefined && resolvers !== null) {
+      if (typeof resolvers !== 'object') throw new TypeError('options.resolvers must map names to functions')
+      native.resolvers = []
+      for (const [name, fn] of Object.entries(resolvers)) {
+        if (typeof fn !== 'function') throw new TypeError(`options.resolvers.${name} must be a function`)
+        native.resolvers.push(name)
+        this.#dispatcher.resolvers.push(fn)
+      }
+    }
+    this.#native = new NativeEngine(this.#dispatcher.dispatch, native)
     this.#dispatcher.native = this.#native
   }
 
@@ -108,9 +127,32 @@ export class Engine {
     return this
   }
 
-  /** Provider-neutral specs of every tool, in registration order. */
-  specs() {
-    return this.#native.specs()
+  /**
+   * Provider-neutral specs of every tool, in registration order. With a caller: only the
+   * tools that caller may use, hidden parameters removed (what to hand the model).
+   */
+  specs(caller = undefined) {
+    return this.#native.specs(caller ?? null)
+  }
+
+  /** Replaces the enabled flags (`{system, tenants, departments, users}`) for later calls. */
+  setSettings(settings) {
+    this.#native.setSettings(settings)
+  }
+
+  /** Audit records matching `query` (`{principal, tenant, tool, callId, outcome, code, sinceMs, untilMs, limit}`). */
+  async audit(query = undefined) {
+    return JSON.parse(await this.#native.audit(query ?? null))
+  }
+
+  /** Walks the audit hash chain: `{records, broken?}`; `broken` names the first broken link. */
+  async verifyAudit() {
+    return JSON.parse(await this.#native.verifyAudit())
+  }
+
+  /** Counters and latency histograms per tool, so far. */
+  telemetry() {
+    return this.#native.telemetry()
   }
 
   /**

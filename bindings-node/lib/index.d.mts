@@ -234,12 +234,84 @@ export interface BatchStream extends AsyncIterable<BatchEvent> {
   readonly result: Promise<BatchResult>
 }
 
+/** What the policy hook is asked, once per call, after validation and hidden arguments. */
+export interface AccessRequest {
+  tool: string
+  callId: string
+  /** The final arguments: validated, hidden ones filled, references resolved. */
+  arguments: unknown
+  caller: Caller
+  risk: string
+  effect: string
+  [field: string]: unknown
+}
+
+/** The policy hook's answer: `true` allows, `false` or `{allow: false, reason}` refuses. */
+export type AccessDecision = boolean | { allow: boolean; reason?: string }
+
+/** What a resolver is asked: turn a human reference into a value the server trusts. */
+export interface ResolveRequest {
+  tool: string
+  /** The hidden parameter to fill. */
+  parameter: string
+  /** The model-facing argument the reference came from. */
+  input: string
+  /** The human reference the model passed. */
+  value: unknown
+  caller: Caller
+  [field: string]: unknown
+}
+
+/** A resolver's answer. */
+export type Resolution =
+  | { status: 'found'; value: unknown }
+  | { status: 'not_found' }
+  | { status: 'ambiguous'; candidates: unknown[] }
+
+/** Enabled flags: tool name (or `'*'`) → on/off, per level; system overrides tenant, then department, then user. */
+export interface Settings {
+  system?: Record<string, boolean>
+  tenants?: Record<string, Record<string, boolean>>
+  departments?: Record<string, Record<string, boolean>>
+  users?: Record<string, Record<string, boolean>>
+}
+
+/** Filters of `engine.audit()`. */
+export interface AuditQuery {
+  principal?: string
+  tenant?: string
+  tool?: string
+  callId?: string
+  outcome?: string
+  code?: ErrorCode
+  sinceMs?: number
+  untilMs?: number
+  limit?: number
+}
+
+/** One audited call (camelCase keys; nested values as the core writes them). */
+export interface AuditRecord {
+  callId: string
+  tool: string
+  outcome: string
+  code?: ErrorCode | null
+  [field: string]: unknown
+}
+
 /** Engine-wide options. */
 export interface EngineOptions {
   /** Argument size and nesting limits. */
   limits?: { maxArgumentBytes?: number; maxDepth?: number }
   /** Documents schemas may `$ref`, by URI (nothing is fetched). */
   schemaResources?: Record<string, JsonSchema>
+  /** Enabled flags per level. */
+  settings?: Settings
+  /** Where audit records go: in memory, an SQLite file, or a JSON Lines file. */
+  audit?: 'memory' | { sqlite: string } | { jsonl: string }
+  /** The app's own access check, the last word before a call runs. A throw fails closed. */
+  policyHook?: (request: AccessRequest) => AccessDecision | Promise<AccessDecision>
+  /** Resolvers hidden parameters name (`{from: 'resolver', resolver: name}` in a policy). */
+  resolvers?: Record<string, (request: ResolveRequest) => Resolution | Promise<Resolution>>
 }
 
 /** Runs tool calls: handlers in JavaScript, Rust orchestrating. */
@@ -249,8 +321,16 @@ export declare class Engine {
   register<Args, Out>(name: string, tool: Tool<Args, Out>, policy?: Policy): this
   /** Registers a tool from its spec as data (camelCase or snake_case keys). */
   registerSpec(spec: Partial<ToolSpec> & { name: string }, execute?: Execute<any, unknown>): this
-  /** Provider-neutral specs of every tool, in registration order. */
-  specs(): ToolSpec[]
+  /** Specs of every tool; with a caller, only the ones it may use, hidden parameters removed. */
+  specs(caller?: Caller): ToolSpec[]
+  /** Replaces the enabled flags for later calls. */
+  setSettings(settings: Settings): void
+  /** Audit records matching the query, in sequence order (needs the `audit` option). */
+  audit(query?: AuditQuery): Promise<AuditRecord[]>
+  /** Walks the audit hash chain; `broken` names the first broken link. */
+  verifyAudit(): Promise<{ records: number; broken?: unknown }>
+  /** Counters and latency histograms per tool, so far. */
+  telemetry(): Record<string, unknown>
   /** Runs a batch; never rejects for a call's failure (every failure is an envelope). */
   run(calls: Call[], options?: RunOptions): Promise<BatchResult>
   /** Runs a batch and yields its events as they happen. */

@@ -13,9 +13,13 @@
 //!
 //! Cancellation travels the same queue: when the core drops or cancels an attempt, its token
 //! is queued as an abort and the JS layer fires that call's `AbortSignal`.
+//!
+//! Besides tool handlers, the same queue carries the app's policy hook and resolvers (the
+//! core's `PolicyHook` and `Resolver` seams): each is a JS function the JS layer keeps in a
+//! table, asked with a JSON request and settled like a handler.
 
 use crate::keys;
-use crate::outcome::{parse_settlements, to_handler_result};
+use crate::outcome::{UNEXPECTED, parse_settlements};
 use napi::Status;
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -25,13 +29,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
-use tooljig::{Caller, HandlerError, HandlerResult, ToolContext};
+use tooljig::{Caller, CancellationToken, ToolContext};
 
 /// Wakes the JS thread; the argument handed to JS is the drained queue as JSON text.
 type Wake = ThreadsafeFunction<(), (), String, Status, false, true>;
 
 /// Why a call had no result from JavaScript.
 const GONE: &str = "the JavaScript environment shut down before the handler finished";
+/// Why a call's result never arrived.
+const LOST: &str = "the JavaScript function's result was lost (the engine was dropped)";
 
 /// One handler call waiting for the JS thread.
 struct Request {
@@ -43,18 +49,38 @@ struct Request {
     args: Value,
 }
 
+/// A call of another app function (policy hook, resolver) waiting for the JS thread.
+struct Ask {
+    token: u64,
+    function: AppFunction,
+    request: Value,
+}
+
+/// The app functions other than handlers the JS layer keeps.
+#[derive(Clone, Copy)]
+pub enum AppFunction {
+    /// The engine's policy hook.
+    PolicyHook,
+    /// The resolver at this index of the JS layer's resolver table.
+    Resolver(u32),
+}
+
 #[derive(Default)]
 struct Queue {
     calls: Vec<Request>,
+    asks: Vec<Ask>,
     aborts: Vec<u64>,
     scheduled: bool,
 }
+
+/// How a JS function ended: `(kind, payload)` as `outcome.rs` describes.
+pub type Settled = (u8, Value);
 
 /// State shared by the engine's handlers and the wake-up callback on the JS thread.
 #[derive(Default)]
 struct Shared {
     queue: Mutex<Queue>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<HandlerResult>>>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Settled>>>,
     next_token: AtomicU64,
 }
 
@@ -65,6 +91,8 @@ struct Drained<'a> {
     callers: Vec<Value>,
     /// `[token, toolIndex, callId, attempt, callerIndex, args]` per call.
     calls: Vec<(u64, u32, &'a str, u32, usize, &'a Value)>,
+    /// `[token, "hook", 0, request]` or `[token, "resolver", index, request]` per ask.
+    asks: Vec<(u64, &'static str, u32, &'a Value)>,
     /// Tokens whose signal must fire.
     aborts: Vec<u64>,
 }
@@ -77,10 +105,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     /// Takes everything queued and renders it for the JS layer (runs on the JS thread).
     fn drain(&self) -> String {
-        let (calls, aborts) = {
+        let (calls, asks, aborts) = {
             let mut q = lock(&self.queue);
             q.scheduled = false;
-            (std::mem::take(&mut q.calls), std::mem::take(&mut q.aborts))
+            (
+                std::mem::take(&mut q.calls),
+                std::mem::take(&mut q.asks),
+                std::mem::take(&mut q.aborts),
+            )
         };
         let mut seen: Vec<*const Caller> = Vec::new();
         let mut callers = Vec::new();
@@ -105,21 +137,29 @@ impl Shared {
                 &r.args,
             ));
         }
+        let asks = asks
+            .iter()
+            .map(|a| match a.function {
+                AppFunction::PolicyHook => (a.token, "hook", 0, &a.request),
+                AppFunction::Resolver(i) => (a.token, "resolver", i, &a.request),
+            })
+            .collect();
         let drained = Drained {
             callers,
             calls: rows,
+            asks,
             aborts,
         };
         // Values came from serde_json and contain no non-string keys: this cannot fail.
         serde_json::to_string(&drained)
-            .unwrap_or_else(|_| r#"{"callers":[],"calls":[],"aborts":[]}"#.into())
+            .unwrap_or_else(|_| r#"{"callers":[],"calls":[],"asks":[],"aborts":[]}"#.into())
     }
 
     /// Ends every waiting call with an unexpected failure (the JS side is gone).
     fn fail_all(&self) {
         let senders: Vec<_> = lock(&self.pending).drain().map(|(_, s)| s).collect();
         for s in senders {
-            let _ = s.send(Err(HandlerError::unexpected(GONE)));
+            let _ = s.send((UNEXPECTED, Value::String(GONE.into())));
         }
     }
 }
@@ -143,16 +183,21 @@ impl Dispatcher {
         Ok(Dispatcher { shared, wake })
     }
 
-    /// Queues one call of the handler registered at `tool`; the receiver gets its result.
+    fn pending(&self) -> (u64, oneshot::Receiver<Settled>) {
+        let token = self.shared.next_token.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.shared.pending).insert(token, tx);
+        (token, rx)
+    }
+
+    /// Queues one call of the handler registered at `tool`; the receiver gets how it ended.
     pub fn call(
         &self,
         tool: u32,
         args: Value,
         ctx: &ToolContext,
-    ) -> (u64, oneshot::Receiver<HandlerResult>) {
-        let token = self.shared.next_token.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        lock(&self.shared.pending).insert(token, tx);
+    ) -> (u64, oneshot::Receiver<Settled>) {
+        let (token, rx) = self.pending();
         let wake = {
             let mut q = lock(&self.shared.queue);
             q.calls.push(Request {
@@ -169,6 +214,53 @@ impl Dispatcher {
             self.wake_js();
         }
         (token, rx)
+    }
+
+    /// Queues a call of the policy hook or a resolver with a JSON request.
+    pub fn ask(&self, function: AppFunction, request: Value) -> (u64, oneshot::Receiver<Settled>) {
+        let (token, rx) = self.pending();
+        let wake = {
+            let mut q = lock(&self.shared.queue);
+            q.asks.push(Ask {
+                token,
+                function,
+                request,
+            });
+            !std::mem::replace(&mut q.scheduled, true)
+        };
+        if wake {
+            self.wake_js();
+        }
+        (token, rx)
+    }
+
+    /// Waits for a queued call to settle. If the waiting future is dropped first (a timeout,
+    /// a cancelled batch), the JS side is told to abort the call; when `cancel` fires, it is
+    /// told too, and the wait goes on (the core decides when to stop).
+    pub async fn wait(
+        self: Arc<Self>,
+        token: u64,
+        mut rx: oneshot::Receiver<Settled>,
+        cancel: Option<CancellationToken>,
+    ) -> Settled {
+        let guard = AbortOnDrop {
+            dispatcher: self,
+            token,
+            armed: true,
+        };
+        let settled = match cancel {
+            Some(cancel) => tokio::select! {
+                biased;
+                r = &mut rx => r,
+                _ = cancel.cancelled() => {
+                    guard.dispatcher.abort(token, false);
+                    rx.await
+                }
+            },
+            None => rx.await,
+        };
+        guard.disarm();
+        settled.unwrap_or_else(|_| (UNEXPECTED, Value::String(LOST.into())))
     }
 
     /// Fires the call's `AbortSignal`. With `forget`, its result is no longer awaited.
@@ -214,9 +306,31 @@ impl Dispatcher {
                 .collect()
         };
         for (sender, kind, payload) in senders {
-            let _ = sender.send(to_handler_result(kind, payload));
+            let _ = sender.send((kind, payload));
         }
         Ok(())
+    }
+}
+
+/// Fires the JS call's `AbortSignal` when the core drops the wait before the call settled.
+struct AbortOnDrop {
+    dispatcher: Arc<Dispatcher>,
+    token: u64,
+    armed: bool,
+}
+
+impl AbortOnDrop {
+    /// The call settled: nothing to abort.
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            self.dispatcher.abort(self.token, true);
+        }
     }
 }
 

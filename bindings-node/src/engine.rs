@@ -10,6 +10,8 @@ use crate::error::RegistrationProblem;
 use crate::events::JsStream;
 use crate::handler::JsHandler;
 use crate::keys;
+use crate::policy_hook::JsPolicyHook;
+use crate::resolver::JsResolver;
 use napi::bindgen_prelude::{Function, PromiseRaw};
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -17,9 +19,11 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
+use tooljig::CancellationToken;
+use tooljig::audit::AuditError;
 use tooljig::{
-    BatchOptions, BatchResult, Call, Caller, Engine, Limits, Policy, SchemaResources, Tool,
-    ToolSpec,
+    AuditQuery, AuditSink, BatchOptions, BatchResult, Call, Caller, Engine, JsonlAudit, Limits,
+    MemoryAudit, Policy, SchemaResources, Settings, SqliteAudit, Tool, ToolSpec,
 };
 
 /// The engine behind the JS `Engine` class.
@@ -41,7 +45,7 @@ fn invalid(what: &str, e: impl std::fmt::Display) -> napi::Error {
 }
 
 impl BatchInput {
-    fn parse(calls: &str, options: &str, cancel: Option<&JsCancel>) -> napi::Result<Self> {
+    fn parse(calls: &str, options: &str, cancel: Option<CancellationToken>) -> napi::Result<Self> {
         let raw: Vec<Value> = serde_json::from_str(calls).map_err(|e| invalid("calls", e))?;
         let calls = raw
             .into_iter()
@@ -61,7 +65,7 @@ impl BatchInput {
         let options = keys::rename(Value::Object(options), keys::snake, &[]);
         let mut options: BatchOptions =
             serde_json::from_value(options).map_err(|e| invalid("options", e))?;
-        options.cancel = cancel.map(|c| c.token.clone());
+        options.cancel = cancel;
         Ok(BatchInput {
             calls,
             caller,
@@ -93,15 +97,18 @@ pub fn result_value(result: Value) -> Value {
 
 #[napi]
 impl JsEngine {
-    /// An engine whose handlers the JS layer runs through `dispatch(text)`. `options`:
-    /// `limits` (`{maxArgumentBytes, maxDepth}`) and `schemaResources` (`{uri: schema}`,
-    /// documents that schemas may `$ref`).
+    /// An engine whose handlers (and policy hook, resolvers) the JS layer runs through
+    /// `dispatch(text)`. `options`: `limits` (`{maxArgumentBytes, maxDepth}`),
+    /// `schemaResources` (`{uri: schema}`), `settings` (enabled flags), `audit` (`"memory"`,
+    /// `{sqlite: path}`, `{jsonl: path}`), `policyHook` (true when the JS layer has one) and
+    /// `resolvers` (their names, in the JS layer's table order).
     #[napi(constructor)]
     pub fn new(dispatch: Function<String, ()>, options: Option<Value>) -> napi::Result<Self> {
-        let engine = engine_from_options(options)?;
+        let dispatcher = Arc::new(Dispatcher::new(dispatch)?);
+        let engine = engine_from_options(options, &dispatcher)?;
         Ok(JsEngine {
             engine: Arc::new(engine),
-            dispatcher: Arc::new(Dispatcher::new(dispatch)?),
+            dispatcher,
         })
     }
 
@@ -129,15 +136,82 @@ impl JsEngine {
     }
 
     /// The specs of every tool, in registration order (camelCase keys; schemas untouched).
+    /// With a caller: only the tools that caller may use, hidden parameters removed from their
+    /// input schemas (what to hand a model).
     #[napi]
-    pub fn specs(&self) -> Value {
-        Value::Array(
-            self.engine
-                .specs()
-                .into_iter()
-                .map(|s| spec_value(&s))
-                .collect(),
-        )
+    pub fn specs(&self, caller: Option<Value>) -> napi::Result<Value> {
+        let specs = match caller {
+            None | Some(Value::Null) => self.engine.specs(),
+            Some(c) => {
+                let caller: Caller = serde_json::from_value(keys::rename(c, keys::snake, &[]))
+                    .map_err(|e| invalid("caller", e))?;
+                self.engine.specs_for(&caller)
+            }
+        };
+        Ok(Value::Array(specs.iter().map(spec_value).collect()))
+    }
+
+    /// Replaces the enabled flags (`{system, tenants, departments, users}`), for later calls.
+    #[napi]
+    pub fn set_settings(&self, settings: Value) -> napi::Result<()> {
+        let settings: Settings =
+            serde_json::from_value(settings).map_err(|e| invalid("settings", e))?;
+        self.engine.set_settings(settings);
+        Ok(())
+    }
+
+    /// Audit records matching `query` (`{principal, tenant, tool, callId, outcome, code,
+    /// sinceMs, untilMs, limit}`), in sequence order, as JSON text (camelCase keys).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn audit<'env>(
+        &self,
+        env: &'env Env,
+        query: Option<Value>,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let sink = self.audit_sink()?;
+        let query: AuditQuery = match query {
+            None | Some(Value::Null) => AuditQuery::default(),
+            Some(q) => serde_json::from_value(keys::rename(q, keys::snake, &[]))
+                .map_err(|e| invalid("audit query", e))?,
+        };
+        env.spawn_future(async move {
+            sink.flush().await.map_err(audit_failed)?;
+            let records = sink.query(query).await.map_err(audit_failed)?;
+            let records: Vec<Value> = records
+                .iter()
+                .map(|r| {
+                    keys::rename(
+                        serde_json::to_value(r).unwrap_or(Value::Null),
+                        keys::camel,
+                        &[],
+                    )
+                })
+                .collect();
+            Ok(Value::Array(records).to_string())
+        })
+    }
+
+    /// Walks the audit hash chain: `{records, broken}` as JSON text; `broken` names the first
+    /// broken link, or is absent when the chain is intact.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn verify_audit<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, String>> {
+        let sink = self.audit_sink()?;
+        env.spawn_future(async move {
+            sink.flush().await.map_err(audit_failed)?;
+            let report = sink.verify().await.map_err(audit_failed)?;
+            Ok(keys::rename(
+                serde_json::to_value(&report).unwrap_or(Value::Null),
+                keys::camel,
+                &[],
+            )
+            .to_string())
+        })
+    }
+
+    /// Counters and latency histograms per tool, so far.
+    #[napi]
+    pub fn telemetry(&self) -> Value {
+        serde_json::to_value(self.engine.telemetry()).unwrap_or(Value::Null)
     }
 
     /// Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text.
@@ -156,9 +230,11 @@ impl JsEngine {
         options: String,
         cancel: Option<&JsCancel>,
     ) -> napi::Result<PromiseRaw<'env, String>> {
-        let input = BatchInput::parse(&calls, &options, cancel)?;
+        let cancel = cancel.map(|c| c.token.clone());
         let engine = self.engine.clone();
+        // Parsing happens off the JS thread, which meanwhile runs handlers of other batches.
         env.spawn_future(async move {
+            let input = BatchInput::parse(&calls, &options, cancel)?;
             let out = engine.run(input.calls, input.caller, input.options).await;
             Ok(batch_text(&out))
         })
@@ -172,7 +248,7 @@ impl JsEngine {
         options: String,
         cancel: Option<&JsCancel>,
     ) -> napi::Result<JsStream> {
-        let mut input = BatchInput::parse(&calls, &options, cancel)?;
+        let mut input = BatchInput::parse(&calls, &options, cancel.map(|c| c.token.clone()))?;
         let (tx, rx) = mpsc::unbounded_channel();
         input.options.events = Some(tx);
         let engine = self.engine.clone();
@@ -185,8 +261,30 @@ impl JsEngine {
     }
 }
 
-/// An engine configured from the JS layer's options.
-fn engine_from_options(options: Option<Value>) -> napi::Result<Engine> {
+/// Engine-wide options of the JS layer, as `NativeEngine`'s constructor reads them.
+const ENGINE_OPTIONS: &str = "limits, schemaResources, settings, audit, policyHook, resolvers";
+
+fn audit_failed(e: AuditError) -> napi::Error {
+    napi::Error::new(Status::GenericFailure, format!("audit: {e}"))
+}
+
+impl JsEngine {
+    fn audit_sink(&self) -> napi::Result<Arc<dyn AuditSink>> {
+        self.engine.audit().cloned().ok_or_else(|| {
+            napi::Error::new(
+                Status::InvalidArg,
+                "this engine keeps no audit log; create it with the audit option",
+            )
+        })
+    }
+}
+
+/// An engine configured from the JS layer's options. `policyHook: true` and `resolvers:
+/// [names]` say which app functions the JS layer holds (resolver i is `resolvers[i]`).
+fn engine_from_options(
+    options: Option<Value>,
+    dispatcher: &Arc<Dispatcher>,
+) -> napi::Result<Engine> {
     let mut options = match options.map(|o| keys::rename(o, keys::snake, &["limits"])) {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(map)) => map,
@@ -205,13 +303,59 @@ fn engine_from_options(options: Option<Value>) -> napi::Result<Engine> {
             serde_json::from_value(limits).map_err(|e| invalid("engine options.limits", e))?;
         engine = engine.limits(limits);
     }
+    if let Some(settings) = options.remove("settings").filter(|s| !s.is_null()) {
+        let settings: Settings =
+            serde_json::from_value(settings).map_err(|e| invalid("engine options.settings", e))?;
+        engine = engine.with_settings(settings);
+    }
+    if let Some(sink) = audit_sink(options.remove("audit"))? {
+        engine = engine.with_audit(sink);
+    }
+    if options.remove("policy_hook") == Some(Value::Bool(true)) {
+        engine = engine.with_policy_hook(Arc::new(JsPolicyHook::new(dispatcher.clone())));
+    }
+    if let Some(names) = options.remove("resolvers").filter(|r| !r.is_null()) {
+        let names: Vec<String> =
+            serde_json::from_value(names).map_err(|e| invalid("engine options.resolvers", e))?;
+        for (i, name) in names.into_iter().enumerate() {
+            engine = engine.with_resolver(
+                name,
+                Arc::new(JsResolver::new(dispatcher.clone(), i as u32)),
+            );
+        }
+    }
     if let Some(key) = options.keys().next() {
         return Err(invalid(
             "engine options",
-            format!("unknown option {key:?}; expected limits or schemaResources"),
+            format!("unknown option {key:?}; expected {ENGINE_OPTIONS}"),
         ));
     }
     Ok(engine)
+}
+
+/// The audit sink the options name: `"memory"`, `{sqlite: path}` or `{jsonl: path}`.
+fn audit_sink(option: Option<Value>) -> napi::Result<Option<Arc<dyn AuditSink>>> {
+    let bad = || {
+        invalid(
+            "engine options.audit",
+            "expected \"memory\", {sqlite: path} or {jsonl: path}",
+        )
+    };
+    let sink: Arc<dyn AuditSink> = match option {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) if s == "memory" => Arc::new(MemoryAudit::new()),
+        Some(Value::Object(o)) if o.len() == 1 => match o.iter().next() {
+            Some((kind, Value::String(path))) if kind == "sqlite" => {
+                Arc::new(SqliteAudit::open(path).map_err(|e| invalid("engine options.audit", e))?)
+            }
+            Some((kind, Value::String(path))) if kind == "jsonl" => {
+                Arc::new(JsonlAudit::open(path).map_err(|e| invalid("engine options.audit", e))?)
+            }
+            _ => return Err(bad()),
+        },
+        Some(_) => return Err(bad()),
+    };
+    Ok(Some(sink))
 }
 
 /// A spec from the JS layer: keys renamed, the policy parsed on its own so its mistakes are

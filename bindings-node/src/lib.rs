@@ -13,6 +13,7 @@
 //!   queue, drained in bulk on the JS thread);
 //! - `handler.rs`: `JsHandler`, the core's `Handler` over a registered JS function;
 //! - `outcome.rs`: what a JS handler settled with, turned into a `HandlerResult`;
+//! - `policy_hook.rs`, `resolver.rs`: the core's `PolicyHook` and `Resolver` over JS functions;
 //! - `events.rs`: `NativeStream`, the events of a batch pulled from JavaScript;
 //! - `cancel.rs`: `NativeCancel`, cancellation from an `AbortSignal`;
 //! - `keys.rs`: the camelCase ↔ snake_case rule at the JS edge;
@@ -26,6 +27,8 @@ mod events;
 mod handler;
 mod keys;
 mod outcome;
+mod policy_hook;
+mod resolver;
 
 use napi_derive::napi;
 

@@ -15,6 +15,15 @@ use serde_json::{Map, Value};
 use std::str::FromStr;
 use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError};
 
+/// Kind of a settlement: returned data.
+pub const OK: u8 = 0;
+/// Kind of a settlement: threw a `ToolError`.
+pub const TOOL_ERROR: u8 = 1;
+/// Kind of a settlement: returned or threw `needs(...)`.
+pub const NEEDS: u8 = 2;
+/// Kind of a settlement: failed unexpectedly (the payload is the detail).
+pub const UNEXPECTED: u8 = 3;
+
 /// One settled call: its token and how it ended.
 pub type Settlement = (u64, u8, Value);
 
@@ -37,21 +46,33 @@ struct ThrownToolError {
 /// Turns one settlement's kind and payload into the handler's result.
 pub fn to_handler_result(kind: u8, payload: Value) -> HandlerResult {
     match kind {
-        0 => Ok(payload),
-        1 => Err(tool_error(payload)),
-        2 => match serde_json::from_value::<Vec<String>>(payload) {
+        OK => Ok(payload),
+        TOOL_ERROR => Err(tool_error(payload)),
+        NEEDS => match serde_json::from_value::<Vec<String>>(payload) {
             Ok(fields) => Err(HandlerError::Needs(fields)),
             Err(e) => Err(HandlerError::unexpected(format!(
                 "needs(...) takes field names as strings: {e}"
             ))),
         },
-        3 => Err(HandlerError::unexpected(match payload {
+        UNEXPECTED => Err(HandlerError::unexpected(match payload {
             Value::String(s) => s,
             other => other.to_string(),
         })),
         other => Err(HandlerError::unexpected(format!(
             "the JavaScript layer settled a call with unknown kind {other}"
         ))),
+    }
+}
+
+/// A failure of an app function other than a handler (policy hook, resolver), which can
+/// only return data: a `ToolError` keeps its code, anything else is unexpected.
+pub fn to_failure(kind: u8, payload: Value, what: &str) -> HandlerError {
+    match to_handler_result(kind, payload) {
+        Err(e @ (HandlerError::Tool(_) | HandlerError::Unexpected { .. })) => e,
+        Err(HandlerError::Needs(_)) => HandlerError::unexpected(format!(
+            "{what} returned needs(...), which only handlers may"
+        )),
+        Ok(v) => HandlerError::unexpected(format!("{what} returned {v}")),
     }
 }
 

@@ -12,13 +12,18 @@ import { Engine, ToolError, needs } from '../lib/index.mjs'
 
 const dir = process.env.TOOLJIG_CONFORMANCE_DIR ?? fileURLToPath(new URL('../../tests/conformance', import.meta.url))
 
-const VECTOR_KEYS = ['name', 'engine', 'tools', 'caller', 'options', 'calls', 'expect']
-const ENGINE_KEYS = ['limits']
+const VECTOR_KEYS = ['name', 'engine', 'tools', 'caller', 'options', 'calls', 'expect', 'then']
+const ENGINE_KEYS = ['limits', 'settings', 'resolvers', 'policy_hook']
+const HOOK_KEYS = ['deny']
+const DENY_KEYS = ['tool', 'pointer', 'equals', 'reason']
+const STEP_KEYS = ['wait_ms', 'caller', 'calls', 'expect']
+const STEP_EXPECT_KEYS = ['results', 'audit']
+const AUDIT_KEYS = ['call_id', 'tool', 'principal', 'tenant', 'session', 'arguments', 'hidden', 'outcome', 'code', 'risk', 'effect', 'attempts', 'cached', 'replayed', 'repaired']
 const TOOL_KEYS = ['spec', 'script']
 const SCRIPT_KEYS = ['sleep_ms', 'fail_times', 'return', 'echo', 'error', 'needs', 'panic', 'hang']
 const SCRIPT_ERROR_KEYS = ['code', 'message', 'retryable']
-const EXPECT_KEYS = ['results', 'order', 'overlap', 'disjoint', 'within_ms', 'invocations', 'registration_error']
-const RESULT_KEYS = ['call_id', 'tool', 'status', 'envelope', 'attempts', 'repaired', 'replayed', 'cached', 'arguments', 'error_code', 'has_detail', 'message_contains']
+const EXPECT_KEYS = ['results', 'order', 'overlap', 'disjoint', 'within_ms', 'invocations', 'registration_error', 'audit', 'visible', 'model_schemas']
+const RESULT_KEYS = ['call_id', 'tool', 'status', 'envelope', 'attempts', 'repaired', 'replayed', 'cached', 'arguments', 'error_code', 'has_detail', 'message_contains', 'hidden', 'retry_after_ms_at_most']
 
 function onlyKeys(obj, allowed, where) {
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new Error(`${where} must be an object`)
@@ -83,6 +88,10 @@ function compareResults(expected, actual, problems) {
         const message = got.envelope.error?.message
         if (typeof message !== 'string' || !message.includes(value)) problems.push(`${at}: error message should contain ${JSON.stringify(value)}, it is ${JSON.stringify(message)}`)
         continue
+      } else if (key === 'retry_after_ms_at_most') {
+        const ms = got.envelope.error?.retry_after_ms
+        if (!(typeof ms === 'number' && ms >= 1 && ms <= value)) problems.push(`${at}: retry_after_ms should be within 1..${value}, it is ${JSON.stringify(ms)}`)
+        continue
       } else gotValue = got[camel(key)] ?? null
       try {
         assert.deepStrictEqual(gotValue, value)
@@ -124,12 +133,91 @@ function compareTiming(expect, out, problems) {
   }
 }
 
+/** The value at a JSON pointer, or undefined. */
+function at(value, pointer) {
+  if (pointer === '') return value
+  let v = value
+  for (const raw of pointer.split('/').slice(1)) {
+    const key = raw.replaceAll('~1', '/').replaceAll('~0', '~')
+    if (v === null || typeof v !== 'object' || !Object.hasOwn(v, key)) return undefined
+    v = v[key]
+  }
+  return v
+}
+
+function sameJson(a, b) {
+  try {
+    assert.deepStrictEqual(a, b)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Engine options for the vector's `engine` section, with scripted resolvers and hook. */
+function engineOptions(config) {
+  onlyKeys(config, ENGINE_KEYS, 'engine')
+  const options = { audit: 'memory' }
+  if (config.limits) options.limits = config.limits
+  if (config.settings) options.settings = config.settings
+  if (config.resolvers) {
+    options.resolvers = {}
+    for (const [name, table] of Object.entries(config.resolvers)) {
+      options.resolvers[name] = async (req) =>
+        typeof req.value === 'string' && Object.hasOwn(table, req.value) ? table[req.value] : { status: 'not_found' }
+    }
+  }
+  if (config.policy_hook) {
+    onlyKeys(config.policy_hook, HOOK_KEYS, 'engine.policy_hook')
+    const rules = config.policy_hook.deny ?? []
+    rules.forEach((r, i) => onlyKeys(r, DENY_KEYS, `engine.policy_hook.deny[${i}]`))
+    options.policyHook = async (req) => {
+      const rule = rules.find((r) => r.tool === req.tool && (r.pointer === undefined || sameJson(at(req.arguments, r.pointer), r.equals)))
+      return rule ? { allow: false, reason: rule.reason } : true
+    }
+  }
+  return options
+}
+
+/** The batch wrote one audit record per call, the chain verifies, expected records match. */
+async function checkAudit(engine, before, results, expected, problems) {
+  const added = (await engine.audit()).slice(before)
+  if (added.length !== results.length) problems.push(`the batch wrote ${added.length} audit records for ${results.length} calls; every call must have one`)
+  const chain = await engine.verifyAudit()
+  if (chain.broken) problems.push(`the audit chain does not verify: ${JSON.stringify(chain)}`)
+  for (const [i, want] of (expected ?? []).entries()) {
+    onlyKeys(want, AUDIT_KEYS, `expect.audit[${i}]`)
+    const record = added.find((r) => r.callId === want.call_id)
+    if (!record) {
+      problems.push(`no audit record for call ${JSON.stringify(want.call_id)}`)
+      continue
+    }
+    for (const [key, value] of Object.entries(want)) {
+      const got = record[camel(key)] ?? null
+      if (!sameJson(got, value)) problems.push(`audit record of ${want.call_id}: ${key} differs:\n      expected: ${JSON.stringify(value)}\n      actual:   ${JSON.stringify(got)}`)
+    }
+  }
+  return added.length
+}
+
+function checkVisibility(engine, caller, expect, problems) {
+  if (expect.visible === undefined && expect.model_schemas === undefined) return
+  const specs = engine.specs(caller ?? {})
+  if (expect.visible !== undefined && !sameJson(specs.map((s) => s.name), expect.visible)) {
+    problems.push(`specs(caller) lists ${JSON.stringify(specs.map((s) => s.name))}, expected ${JSON.stringify(expect.visible)}`)
+  }
+  for (const [tool, schema] of Object.entries(expect.model_schemas ?? {})) {
+    const spec = specs.find((s) => s.name === tool)
+    if (!spec) problems.push(`${tool} is not in specs(caller)`)
+    else if (!sameJson(spec.inputSchema, schema)) problems.push(`the model-facing schema of ${tool} is ${JSON.stringify(spec.inputSchema)}, expected ${JSON.stringify(schema)}`)
+  }
+}
+
 async function runVector(v) {
   onlyKeys(v, VECTOR_KEYS, 'the vector')
   onlyKeys(v.expect, EXPECT_KEYS, 'expect')
-  if (v.engine) onlyKeys(v.engine, ENGINE_KEYS, 'engine')
   const problems = []
-  const engine = new Engine(v.engine ?? undefined)
+  const engine = new Engine(engineOptions(v.engine ?? {}))
   const counts = new Map()
   let registration = null
   for (const [i, entry] of (v.tools ?? []).entries()) {
@@ -150,7 +238,19 @@ async function runVector(v) {
     else if (!registration.message.includes(want)) problems.push(`registration failed with ${JSON.stringify(registration.message)}, which does not contain ${JSON.stringify(want)}`)
     return problems
   }
+  checkVisibility(engine, v.caller, v.expect, problems)
   const out = await engine.run(v.calls ?? [], { ...(v.options ?? {}), caller: v.caller ?? undefined })
+  let audited = await checkAudit(engine, 0, out.results, v.expect.audit, problems)
+  for (const [n, step] of (v.then ?? []).entries()) {
+    onlyKeys(step, STEP_KEYS, `then[${n}]`)
+    onlyKeys(step.expect ?? {}, STEP_EXPECT_KEYS, `then[${n}].expect`)
+    if (step.wait_ms !== undefined) await sleep(step.wait_ms)
+    const found = []
+    const stepOut = await engine.run(step.calls ?? [], { caller: step.caller ?? v.caller ?? undefined })
+    if (step.expect?.results) compareResults(step.expect.results, stepOut.results, found)
+    audited += await checkAudit(engine, audited, stepOut.results, step.expect?.audit, found)
+    problems.push(...found.map((p) => `then[${n}]: ${p}`))
+  }
   if (v.expect.results) compareResults(v.expect.results, out.results, problems)
   compareTiming(v.expect, out, problems)
   for (const [tool, n] of Object.entries(v.expect.invocations ?? {})) {

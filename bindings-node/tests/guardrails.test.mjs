@@ -1,0 +1,90 @@
+// Guardrails through Node: enabled flags, visibility, the policy hook and resolvers as JS
+// functions, hidden arguments, audit and telemetry.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Engine, ToolError, tool } from '../lib/index.mjs'
+
+const relay = {
+  type: 'object',
+  properties: { message: { type: 'string' }, department: { type: 'string' } },
+  required: ['message', 'department'],
+}
+
+test('the policy hook sees final arguments (hidden ones filled) and may be async', async () => {
+  const seen = []
+  const e = new Engine({
+    audit: 'memory',
+    policyHook: async (req) => {
+      seen.push(req)
+      return req.arguments.department === 'hr' ? { allow: false, reason: 'not within your departments' } : true
+    },
+  })
+  e.register('relay', tool({ inputSchema: relay, execute: (a) => a }), { hidden: { department: { from: 'attribute', name: 'department' } } })
+  const out = await e.run([{ id: 'a', tool: 'relay', arguments: { message: 'hi', department: 'it' } }], { caller: { principal: 'u1', attributes: { department: 'hr' } } })
+  assert.deepEqual(out.results[0].envelope.error, { code: 'permission_denied', message: 'not within your departments', retryable: false })
+  assert.equal(seen[0].callId, 'a')
+  assert.equal(seen[0].caller.principal, 'u1')
+  assert.deepEqual(seen[0].arguments, { message: 'hi', department: 'hr' })
+  const ok = await e.run([{ tool: 'relay', arguments: { message: 'hi' } }], { caller: { principal: 'u2', attributes: { department: 'it' } } })
+  assert.deepEqual(ok.results[0].envelope, { ok: true, data: { message: 'hi', department: 'it' } })
+})
+
+test('a policy hook that throws or returns nothing fails closed', async () => {
+  for (const policyHook of [() => { throw new Error('db down') }, () => undefined, async () => 'yes']) {
+    const e = new Engine({ policyHook }).register('t', tool({ execute: () => 1 }))
+    const out = await e.run([{ tool: 't' }])
+    assert.equal(out.results[0].envelope.ok, false, String(policyHook))
+  }
+})
+
+test('resolvers are JS functions: found, not_found, ambiguous, and thrown ToolErrors', async () => {
+  const e = new Engine({
+    resolvers: {
+      contacts: async ({ value, caller }) => {
+        if (value === 'Aviad') return { status: 'found', value: `conn_42_${caller.principal}` }
+        if (value === 'Dana') return { status: 'ambiguous', candidates: [{ name: 'Dana Levi' }, { name: 'Dana Cohen' }] }
+        if (value === 'Boom') throw new ToolError('external_api_error', 'directory unavailable')
+        return { status: 'not_found' }
+      },
+    },
+  })
+  e.register('meet', tool({
+    inputSchema: { type: 'object', properties: { who: { type: 'string' }, connectionId: { type: 'string' } }, required: ['who', 'connectionId'] },
+    execute: (a) => a,
+  }), { hidden: { connectionId: { from: 'resolver', resolver: 'contacts', input: 'who' } } })
+  const out = await e.run(['Aviad', 'Dana', 'Zed', 'Boom'].map((who) => ({ tool: 'meet', arguments: { who, connectionId: 'forged' } })), { caller: { principal: 'u1' } })
+  assert.deepEqual(out.results[0].envelope, { ok: true, data: { who: 'Aviad', connectionId: 'conn_42_u1' } })
+  assert.equal(out.results[1].envelope.error.code, 'ambiguous')
+  assert.equal(out.results[1].envelope.error.candidates.length, 2)
+  assert.equal(out.results[2].envelope.error.code, 'not_found')
+  assert.equal(out.results[3].envelope.error.code, 'external_api_error')
+  const [spec] = e.specs({ principal: 'u1' })
+  assert.deepEqual(Object.keys(spec.inputSchema.properties), ['who'], 'hidden parameters are not shown to the model')
+})
+
+test('enabled flags hide and refuse tools; setSettings applies to later calls', async () => {
+  const e = new Engine({ settings: { system: { b: false } } })
+    .register('a', tool({ execute: () => 'a' }))
+    .register('b', tool({ execute: () => 'b' }))
+  assert.deepEqual(e.specs({ principal: 'u' }).map((s) => s.name), ['a'])
+  assert.deepEqual(e.specs().map((s) => s.name), ['a', 'b'])
+  const out = await e.run([{ tool: 'b' }], { caller: { principal: 'u' } })
+  assert.equal(out.results[0].envelope.ok, false)
+  e.setSettings({ system: {} })
+  const again = await e.run([{ tool: 'b' }], { caller: { principal: 'u' } })
+  assert.deepEqual(again.results[0].envelope, { ok: true, data: 'b' })
+})
+
+test('every call is audited, refusals included, on an intact hash chain', async () => {
+  const e = new Engine({ audit: 'memory' }).register('t', tool({ inputSchema: { type: 'object', required: ['x'] }, execute: () => 1 }))
+  await e.run([{ id: 'a', tool: 't', arguments: { x: 1 } }, { id: 'b', tool: 't', arguments: {} }, { id: 'c', tool: 'nope' }], { caller: { principal: 'u1' } })
+  const records = await e.audit()
+  assert.deepEqual(records.map((r) => r.callId).sort(), ['a', 'b', 'c'], 'one record per call, in completion order')
+  assert.equal(records[0].principal, 'u1')
+  assert.deepEqual((await e.audit({ callId: 'b' })).map((r) => r.callId), ['b'])
+  const chain = await e.verifyAudit()
+  assert.equal(chain.records, 3)
+  assert.equal(chain.broken ?? null, null)
+  await assert.rejects(new Engine().audit(), /no audit log/)
+  assert.ok(e.telemetry())
+})
