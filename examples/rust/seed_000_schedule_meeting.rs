@@ -189,7 +189,7 @@ fn show(mut rx: tokio::sync::mpsc::UnboundedReceiver<StreamEvent>) -> tokio::tas
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = Agent::new(engine()?, planner())
         .responder(responder())
         .options(AgentOptions {

@@ -75,7 +75,7 @@ const PLAN: &str = r#"{
 }"#;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let protocol = JsonProtocol {
         max_calls: Some(5),

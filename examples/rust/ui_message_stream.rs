@@ -75,8 +75,8 @@ async fn serve(agent: &Agent, message: &str, id: &str) -> String {
     writer.await.unwrap_or_default()
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// The two response bodies: a run with an answer, and a run waiting for approval.
+pub async fn streams() -> Result<(String, String), Box<dyn std::error::Error>> {
     let engine = engine()?;
     let mut first = ModelTurn::calls(vec![
         ToolCall::new("call_w", "get_weather", r#"{"city": "Paris"}"#),
@@ -120,6 +120,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = Agent::new(engine, Arc::new(model)).options(talk_first);
     let approval = serve(&agent, "Email Ana hi", "msg_approval").await;
 
+    Ok((answer, approval))
+}
+
+#[tokio::main]
+#[allow(dead_code)] // A test includes this file for `streams` alone.
+pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (answer, approval) = streams().await?;
     match std::env::args().nth(1) {
         Some(dir) => {
             std::fs::create_dir_all(&dir)?;

@@ -13,6 +13,31 @@
 //!   seed 002's JSON).
 //!
 //! See `docs/agent-loop.md`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use serde_json::json;
+//! use tooljig::agent::{Agent, AgentState, RunStatus, ScriptedModel, StopReason};
+//! use tooljig::providers::{ModelTurn, ToolCall};
+//! use tooljig::{Caller, Engine, Tool};
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let engine = Engine::new();
+//! engine.register(Tool::from_fn("get_weather", "Weather for a city.",
+//!     json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+//!     |args, _ctx| async move { Ok(json!({"city": args["city"], "temp_c": 21})) })).unwrap();
+//! // A model that asks for the weather, then answers from the result.
+//! let model = ScriptedModel::new("m", [
+//!     ModelTurn::calls(vec![ToolCall::new("c1", "get_weather", r#"{"city": "Paris"}"#)]),
+//!     ModelTurn::text("It is 21°C in Paris."),
+//! ]);
+//! let agent = Agent::new(Arc::new(engine), Arc::new(model));
+//! let mut state = AgentState::new("Weather in Paris?");
+//! let out = agent.run(&mut state, &Caller::default(), None).await;
+//! assert_eq!(out.status, RunStatus::Finished { reason: StopReason::Answered });
+//! assert_eq!(out.answer, "It is 21°C in Paris.");
+//! assert_eq!(out.counters.tool_successes, 1);
+//! # });
+//! ```
 
 pub mod fallback;
 #[cfg(feature = "http")]

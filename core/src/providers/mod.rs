@@ -10,6 +10,22 @@
 //!   usage ([`ProviderFormat::parse_response`]);
 //! - results → the exact messages or content blocks to append ([`ProviderFormat::tool_results`]).
 //!
+//! ```
+//! use serde_json::json;
+//! use tooljig::providers::{Anthropic, ProviderFormat};
+//! use tooljig::{Call, CallResult, Envelope, ToolSpec};
+//! let specs = [ToolSpec::new("get_weather", "Weather.", json!({"type": "object"}))];
+//! let f = Anthropic::default();
+//! assert_eq!(f.tools(&specs)[0]["input_schema"], json!({"type": "object"}));
+//! let turn = f.parse_response(&json!({"content": [
+//!     {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}],
+//!     "stop_reason": "tool_use"})).unwrap();
+//! let (calls, _refused) = turn.into_batch();
+//! assert_eq!(calls[0].id, "toolu_1");
+//! let result = CallResult::refused("toolu_1", "get_weather", Envelope::Ok(json!({"temp_c": 4})));
+//! assert_eq!(f.tool_results(&[result])[0]["content"][0]["tool_use_id"], "toolu_1");
+//! ```
+//!
 //! The JSON-structured protocol of seed 002 (any model that can emit JSON) lives in
 //! [`json_protocol`]; OpenAI strict-mode schema conversion in [`strict`].
 
