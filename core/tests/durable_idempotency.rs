@@ -14,6 +14,15 @@ fn pay_engine(
     store: Option<Arc<dyn StateStore>>,
     mode: IdempotencyMode,
 ) -> (Engine, Arc<AtomicUsize>) {
+    pay_engine_leased(store, mode, None)
+}
+
+/// As [`pay_engine`], with a lease; `None` keeps the default (the tool's timeout budget).
+fn pay_engine_leased(
+    store: Option<Arc<dyn StateStore>>,
+    mode: IdempotencyMode,
+    lease_ms: Option<u64>,
+) -> (Engine, Arc<AtomicUsize>) {
     let runs = Arc::new(AtomicUsize::new(0));
     let mut engine = Engine::new();
     if let Some(s) = store {
@@ -21,7 +30,7 @@ fn pay_engine(
     }
     let counter = runs.clone();
     let mut policy = Policy::default().idempotent(mode);
-    policy.idempotency.lease_ms = Some(400);
+    policy.idempotency.lease_ms = lease_ms;
     engine
         .register(
             Tool::from_fn(
@@ -159,7 +168,7 @@ async fn a_retryable_failure_frees_the_key() {
 async fn a_dead_holders_lease_lapses_and_the_retry_says_so() {
     let dir = tempdir();
     let store: Arc<dyn StateStore> = Arc::new(SqliteStore::open(dir.join("s.db")).unwrap());
-    let (engine, runs) = pay_engine(Some(store.clone()), IdempotencyMode::Key);
+    let (engine, runs) = pay_engine_leased(Some(store.clone()), IdempotencyMode::Key, Some(400));
     // The first holder never finishes: its batch is abandoned at the deadline, as a crashed
     // process would abandon it, leaving the key in flight.
     let opts = BatchOptions {
@@ -178,7 +187,7 @@ async fn a_dead_holders_lease_lapses_and_the_retry_says_so() {
         Some(ErrorCode::DeadlineExceeded)
     );
     // A second process opening the same store retries: it waits out the lease, then runs.
-    let (engine2, runs2) = pay_engine(Some(store), IdempotencyMode::Key);
+    let (engine2, runs2) = pay_engine_leased(Some(store), IdempotencyMode::Key, Some(400));
     let started = std::time::Instant::now();
     let retry = engine2
         .run(

@@ -1,21 +1,38 @@
 //! The embedded SQLite state store: one file in WAL mode, shared by every process that
-//! opens it. Each operation is one `BEGIN IMMEDIATE` transaction, so a compare-and-set
+//! opens it. Operations run inside `BEGIN IMMEDIATE` transactions, so a compare-and-set
 //! holds against writers in other processes too; `synchronous = FULL` makes a committed
 //! write survive a power cut, not only a process crash.
+//!
+//! Group commit: one thread owns the connection and runs every operation queued while the
+//! previous commit was on disk in one transaction, then commits once. Each operation's
+//! compare-and-set is evaluated in turn inside that transaction, so the semantics are those
+//! of one transaction per operation; an operation's answer is released only after the
+//! commit that made it durable. Concurrent calls then share fsyncs instead of queueing for
+//! one each.
 
 use super::{Expect, Namespace, StateStore, StoreError, Versioned, now_ms};
 use crate::handler::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc;
 use std::time::Duration;
+use tokio::sync::oneshot;
 
-/// A state store in one SQLite file.
+/// Releases an operation's answer once its transaction's commit is known.
+type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
+/// One operation, run inside the current group's transaction (or told it could not start).
+type Job = Box<dyn FnOnce(Result<&Connection, StoreError>) -> Reply + Send>;
+
+/// A state store in one SQLite file. Cheap to clone; the connection closes when the last
+/// clone is dropped.
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    jobs: mpsc::Sender<Job>,
 }
+
+/// Most operations one transaction takes, so one group cannot hold the lock for long.
+const MAX_GROUP: usize = 512;
 
 /// How long a writer waits for another process's transaction before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,25 +70,66 @@ impl SqliteStore {
                  ON tooljig_state (expires_at) WHERE expires_at IS NOT NULL;",
         )
         .map_err(err)?;
-        Ok(SqliteStore {
-            conn: Arc::new(Mutex::new(conn)),
-        })
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("tooljig-sqlite-store".into())
+            .spawn(move || writer(conn, queue))
+            .map_err(|e| StoreError(format!("cannot start the store's thread: {e}")))?;
+        Ok(SqliteStore { jobs })
     }
 
-    /// Runs `f` on the connection off the async workers: SQLite blocks on disk and locks.
+    /// Queues `f` for the next group transaction and waits for its committed answer.
     fn blocking<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> BoxFuture<Result<T, StoreError>> {
-        let conn = self.conn.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let mut c = conn.lock().unwrap_or_else(|p| p.into_inner());
-                f(&mut c)
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |c| {
+            let out = c.and_then(f);
+            Box::new(move |commit: Option<StoreError>| {
+                let _ = tx.send(match commit {
+                    Some(e) => Err(e),
+                    None => out,
+                });
             })
-            .await
-            .map_err(|e| StoreError(format!("store task failed: {e}")))?
+        });
+        let queued = self.jobs.send(job).is_ok();
+        Box::pin(async move {
+            if !queued {
+                return Err(StoreError("the store's thread has stopped".into()));
+            }
+            rx.await
+                .map_err(|_| StoreError("the store's thread stopped mid-operation".into()))?
         })
+    }
+}
+
+/// The thread that owns the connection: takes every queued operation, runs them in one
+/// transaction, commits, then answers them all.
+fn writer(mut conn: Connection, queue: mpsc::Receiver<Job>) {
+    while let Ok(first) = queue.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => tx,
+            Err(e) => {
+                let e = err(e);
+                for job in group {
+                    job(Err(e.clone()))(None);
+                }
+                continue;
+            }
+        };
+        let replies: Vec<Reply> = group.into_iter().map(|job| job(Ok(&tx))).collect();
+        let commit = tx.commit().err().map(err);
+        for reply in replies {
+            reply(commit.clone());
+        }
     }
 }
 
@@ -143,9 +201,7 @@ impl StateStore for SqliteStore {
         let key = key.to_string();
         self.blocking(move |c| {
             let text = serde_json::to_string(&value).map_err(|e| StoreError(e.to_string()))?;
-            let tx = c
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(err)?;
+            let tx = c;
             let now = now_ms();
             let current: Option<(u64, Option<u64>)> = tx
                 .query_row(
@@ -176,7 +232,6 @@ impl StateStore for SqliteStore {
                 ],
             )
             .map_err(err)?;
-            tx.commit().map_err(err)?;
             Ok(Some(version))
         })
     }
@@ -252,7 +307,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tooljig-store-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         let store = SqliteStore::open(dir.join("state.db")).unwrap();
-        super::super::contract::check(Arc::new(store)).await;
+        super::super::contract::check(std::sync::Arc::new(store)).await;
         std::fs::remove_dir_all(&dir).ok();
     }
 
