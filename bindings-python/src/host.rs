@@ -355,7 +355,7 @@ impl BatchHost {
         if let Some(waiter) = side.waiter.take() {
             let events = take_events(py, &mut side)?;
             drop(side);
-            resolve(py, waiter.bind(py), events.into_any())?;
+            resolve(waiter.bind(py), events.into_any())?;
         }
         Ok(())
     }
@@ -372,9 +372,9 @@ impl BatchHost {
             };
             (side.result.clone_ref(py), waiter, events)
         };
-        resolve(py, future.bind(py), result.into_bound(py).into_any())?;
+        resolve(future.bind(py), result.into_bound(py).into_any())?;
         if let (Some(waiter), Some(events)) = (waiter, events) {
-            resolve(py, waiter.bind(py), events.into_any())?;
+            resolve(waiter.bind(py), events.into_any())?;
         }
         Ok(())
     }
@@ -450,8 +450,7 @@ fn take_events<'py>(py: Python<'py>, side: &mut LoopSide) -> PyResult<Bound<'py,
 }
 
 /// Sets a future's result unless it was cancelled meanwhile.
-fn resolve(py: Python<'_>, future: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResult<()> {
-    let _ = py;
+fn resolve(future: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResult<()> {
     if future.call_method0("done")?.is_truthy()? {
         return Ok(());
     }

@@ -6,10 +6,8 @@
 //! worker takes a job, attaches to the interpreter once and keeps running queued jobs while it
 //! stays attached, detaching only when the queue is empty. A new worker starts whenever a job
 //! arrives and no worker is idle (up to [`MAX_WORKERS`]), so blocking handlers run in
-//! parallel; idle workers leave after [`IDLE_TIMEOUT`].
-//!
-//! Measured on 2 cores: about 3 µs a call for a trivial handler when calls arrive in bursts,
-//! against 60–130 µs for `spawn_blocking` plus an attach per call.
+//! parallel; idle workers leave after [`IDLE_TIMEOUT`]. (`spawn_blocking` plus an attach per
+//! call measured 60–130 µs a call on this project's machine; see BENCHMARKS.md for the pool.)
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use pyo3::prelude::*;

@@ -95,6 +95,15 @@ async def run(vector, *, sync: bool) -> list[str]:
     if vector.expect.get("results") is not None:
         compare.results(vector.expect["results"], out, problems)
     compare.timing(vector.expect, out, problems)
+    for i, step in enumerate(vector.then):
+        if step.wait_ms:
+            await asyncio.sleep(step.wait_ms / 1000)
+        caller = step.caller if step.caller is not None else vector.caller
+        later = await engine.run(step.calls, caller=caller)
+        step_problems: list[str] = []
+        if step.expect.get("results") is not None:
+            compare.results(step.expect["results"], later, step_problems)
+        problems.extend(f"then[{i}]: {p}" for p in step_problems)
     for tool, want in (vector.expect.get("invocations") or {}).items():
         got = invocations[tool]
         if got != want:

@@ -26,6 +26,11 @@ def results(expected: list[dict[str, Any]], actual: BatchResult, problems: list[
                 value: Any = got.error_code
             elif key == "has_detail":
                 value = got.detail is not None
+            elif key == "retry_after_ms_at_most":
+                after = got.envelope.get("error", {}).get("retry_after_ms")
+                if not isinstance(after, int) or not 1 <= after <= wanted:
+                    problems.append(f"{at}: retry_after_ms should be in 1..={wanted}, it is {after!r}")
+                continue
             elif key == "message_contains":
                 message = got.envelope.get("error", {}).get("message")
                 if not isinstance(message, str) or wanted not in message:

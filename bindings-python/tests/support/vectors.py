@@ -16,7 +16,9 @@ from typing import Any
 
 DIR_ENV = "TOOLJIG_CONFORMANCE_DIR"
 
-TOP_KEYS = {"name", "engine", "tools", "caller", "options", "calls", "expect"}
+TOP_KEYS = {"name", "engine", "tools", "caller", "options", "calls", "expect", "then"}
+THEN_KEYS = {"wait_ms", "caller", "calls", "expect"}
+THEN_EXPECT_KEYS = {"results"}
 ENGINE_KEYS = {"limits"}
 LIMIT_KEYS = {"max_argument_bytes", "max_depth"}
 TOOL_KEYS = {"spec", "script"}
@@ -45,23 +47,23 @@ RESULT_KEYS = {
     "error_code",
     "has_detail",
     "message_contains",
+    "retry_after_ms_at_most",
 }
 
 #: Keys of the format whose capabilities the Python package does not expose yet (the
 #: guardrails' engine settings, scripted resolvers and policy hooks, the audit log, specs per
-#: caller, follow-up batches; durable runs' approval rules, decisions, client submissions,
+#: caller; durable runs' approval rules, decisions, client submissions,
 #: resume and rollback). Vectors using them are expected failures, naming the keys.
 NOT_EXPOSED = {
     # guardrails/
     "engine.settings",
     "engine.resolvers",
     "engine.policy_hook",
-    "then",
     "expect.audit",
     "expect.visible",
     "expect.model_schemas",
     "expect.results[].hidden",
-    "expect.results[].retry_after_ms_at_most",
+    "then[].expect.audit",
     # durable/: approvals, client-side results, resume and rollback
     "steps",
     "engine.approval_rules",
@@ -96,6 +98,16 @@ class Tool:
 
 
 @dataclass
+class Then:
+    """A later batch on the same engine (``then[]``)."""
+
+    calls: list[dict[str, Any]]
+    expect: dict[str, Any]
+    wait_ms: int = 0
+    caller: dict[str, Any] | None = None
+
+
+@dataclass
 class Vector:
     """One vector file."""
 
@@ -107,6 +119,7 @@ class Vector:
     caller: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] | None = None
+    then: list[Then] = field(default_factory=list)
 
 
 def default_dir() -> Path:
@@ -136,6 +149,10 @@ def unexposed_keys(raw: dict[str, Any]) -> list[str]:
             if isinstance(result, dict):
                 for key in result:
                     used.add(f"expect.results[].{key}")
+        for step in raw.get("then") or []:
+            step_expect = step.get("expect") if isinstance(step, dict) else None
+            for key in step_expect if isinstance(step_expect, dict) else {}:
+                used.add(f"then[].expect.{key}")
     return sorted(used & NOT_EXPOSED)
 
 
@@ -164,7 +181,18 @@ def load(path: Path) -> Vector:
     _only(expect, EXPECT_KEYS, "expect")
     for result in expect.get("results") or []:
         _only(result, RESULT_KEYS, "an expected result")
+    then = []
+    for step in raw.get("then", []):
+        _only(step, THEN_KEYS, "a then step")
+        if "calls" not in step:
+            raise VectorError("a then step needs `calls`")
+        step_expect = step.get("expect", {})
+        _only(step_expect, THEN_EXPECT_KEYS, "a then step's expect")
+        for result in step_expect.get("results") or []:
+            _only(result, RESULT_KEYS, "an expected result")
+        then.append(Then(step["calls"], step_expect, step.get("wait_ms", 0), step.get("caller")))
     return Vector(
+        then=then,
         path=path,
         name=raw["name"],
         tools=tools,
