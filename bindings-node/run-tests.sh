@@ -14,6 +14,9 @@ if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ]; then
   npm ci --ignore-scripts --no-audit --no-fund
 fi
 
+echo "== cargo test -p tooljig-node (Rust unit tests of the binding)"
+cargo test -p tooljig-node --quiet
+
 echo "== napi build (debug)"
 npx napi build --platform --js index.js --dts index.d.ts
 

@@ -5,7 +5,8 @@
 // Every path gets the same 1,000 calls with JSON-string arguments, as a model sends them, and
 // trivial handlers, so wall time / 1,000 is the per-call cost of the machinery.
 //
-// Run: `node bench/bench.mjs` (builds the release addon first; `--no-build` to skip).
+// Run: `node bench/bench.mjs` (builds the release addon first with the install script's
+// `cargo build --release`; `--no-build` to skip when it is already built).
 // Options: --calls N (default 1000), --reps N (default 30).
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -20,7 +21,7 @@ const REPS = arg('--reps', 30)
 const root = fileURLToPath(new URL('..', import.meta.url))
 
 if (!process.argv.includes('--no-build')) {
-  execFileSync('npx', ['napi', 'build', '--platform', '--release', '--js', 'index.js', '--dts', 'index.d.ts'], { cwd: root, stdio: 'inherit' })
+  execFileSync(process.execPath, ['scripts/install.mjs'], { cwd: root, stdio: 'inherit', env: { ...process.env, TOOLJIG_FORCE_BUILD: '1' } })
 }
 
 const { Engine, tool } = await import('../lib/index.mjs')

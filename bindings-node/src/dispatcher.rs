@@ -155,11 +155,11 @@ impl Shared {
             .unwrap_or_else(|_| r#"{"callers":[],"calls":[],"asks":[],"aborts":[]}"#.into())
     }
 
-    /// Ends every waiting call with an unexpected failure (the JS side is gone).
-    fn fail_all(&self) {
+    /// Ends every waiting call with an unexpected failure, saying why.
+    fn fail_all(&self, why: &str) {
         let senders: Vec<_> = lock(&self.pending).drain().map(|(_, s)| s).collect();
         for s in senders {
-            let _ = s.send((UNEXPECTED, Value::String(GONE.into())));
+            let _ = s.send((UNEXPECTED, Value::String(why.into())));
         }
     }
 }
@@ -279,11 +279,24 @@ impl Dispatcher {
     }
 
     fn wake_js(&self) {
-        let status = self.wake.call((), ThreadsafeFunctionCallMode::NonBlocking);
+        // With a return callback, a throw out of the JS dispatcher (a bug of the JS layer: it
+        // catches every handler failure itself) is handed to Rust instead of crashing Node.
+        let shared = self.shared.clone();
+        let status = self.wake.call_with_return_value(
+            (),
+            ThreadsafeFunctionCallMode::NonBlocking,
+            move |returned: napi::Result<()>, _env| {
+                if let Err(e) = returned {
+                    eprintln!("tooljig: the JS dispatcher threw: {e}; failing its pending calls");
+                    shared.fail_all(&format!("the JS dispatcher of tooljig threw: {e}"));
+                }
+                Ok(())
+            },
+        );
         if status != Status::Ok {
             // Node is exiting (or the function was released): nobody will run these calls.
             lock(&self.shared.queue).calls.clear();
-            self.shared.fail_all();
+            self.shared.fail_all(GONE);
         }
     }
 
@@ -336,6 +349,6 @@ impl Drop for AbortOnDrop {
 
 impl Drop for Dispatcher {
     fn drop(&mut self) {
-        self.shared.fail_all();
+        self.shared.fail_all(GONE);
     }
 }
