@@ -441,3 +441,71 @@ async fn needs_then_the_answer_over_http() {
         "{\"ok\":false,\"needs\":{\"durationMins\":true}}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_and_responses_endpoints_run_a_round_trip() {
+    // Gemini: the model is in the path, the key in `x-goog-api-key`, calls arrive whole.
+    let server = Server::start(|req, n| {
+        let body = if n == 0 {
+            assert!(req.body["tools"][0]["functionDeclarations"].is_array());
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Bonn"}}}]}, "finishReason": "STOP"}]})
+        } else {
+            let parts = &req.body["contents"][2]["parts"];
+            assert_eq!(parts[0]["functionResponse"]["response"]["ok"], true);
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Bonn: 21°C."}]}, "finishReason": "STOP"}]})
+        };
+        Reply::sse(format!("data: {body}\r\n\r\n"), 7)
+    })
+    .await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = HttpModel::gemini("gemini-test")
+        .base_url(&server.url)
+        .api_key("g-key");
+    let agent = Agent::new(engine(runs.clone()), Arc::new(model));
+    let mut state = AgentState::new("Weather in Bonn?");
+    let out = agent.run(&mut state, &Caller::default(), None).await;
+    assert_eq!(out.answer, "Bonn: 21°C.");
+    let reqs = server.requests();
+    assert_eq!(
+        reqs[0].path,
+        "/models/gemini-test:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(reqs[0].header("x-goog-api-key"), Some("g-key"));
+
+    // Responses: typed events; the result goes back as a function_call_output item.
+    let server = Server::start(|req, n| {
+        let events = if n == 0 {
+            vec![
+                json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_r", "name": "get_weather", "arguments": ""}}),
+                json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "{\"city\":\"Nice\"}"}),
+                json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_r", "name": "get_weather", "arguments": "{\"city\":\"Nice\"}", "status": "completed"}}),
+                json!({"type": "response.completed", "response": {"status": "completed", "usage": {"input_tokens": 5, "output_tokens": 5}}}),
+            ]
+        } else {
+            let input = req.body["input"].as_array().unwrap();
+            assert_eq!(input[1]["type"], "function_call");
+            assert_eq!(input[1]["id"], "fc_1");
+            assert_eq!(input[2]["type"], "function_call_output");
+            assert_eq!(input[2]["call_id"], "call_r");
+            vec![
+                json!({"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "delta": "Nice: 21°C."}),
+                json!({"type": "response.completed", "response": {"status": "completed"}}),
+            ]
+        };
+        let body: String = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect();
+        Reply::sse(body, 13)
+    })
+    .await;
+    let model = HttpModel::openai_responses("gpt-test")
+        .base_url(&server.url)
+        .api_key("k");
+    let agent = Agent::new(engine(runs.clone()), Arc::new(model));
+    let mut state = AgentState::new("Weather in Nice?");
+    let out = agent.run(&mut state, &Caller::default(), None).await;
+    assert_eq!(out.answer, "Nice: 21°C.");
+    assert_eq!(server.requests()[0].path, "/responses");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}

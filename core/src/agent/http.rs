@@ -1,7 +1,8 @@
 //! Built-in HTTP model clients (feature `http`, on by default): OpenAI-compatible Chat
-//! Completions (OpenAI, Ollama, vLLM, llama.cpp's server, ...) and Anthropic Messages.
+//! Completions (OpenAI, Ollama, vLLM, llama.cpp's server, ...) and Anthropic Messages, plus
+//! OpenAI Responses and Gemini.
 //!
-//! One [`HttpModel`] serves both through their [`ProviderFormat`]: requests are streamed
+//! One [`HttpModel`] serves them all through their [`ProviderFormat`]: requests are streamed
 //! (server-sent events parsed as they arrive and forwarded as [`StreamEvent`]s) or not;
 //! 429 and 5xx answers and connection failures are retried with exponential backoff and
 //! jitter, honouring `retry-after-ms` / `Retry-After`; every request has a connect timeout
@@ -12,7 +13,10 @@
 
 use super::model::{ModelClient, ModelError, ModelErrorKind, StreamSender};
 use crate::handler::BoxFuture;
-use crate::providers::{Anthropic, ModelRequest, ModelTurn, OpenAiChat, Provider, ProviderFormat};
+use crate::providers::{
+    Anthropic, Gemini, ModelRequest, ModelTurn, OpenAiChat, OpenAiResponses, Provider,
+    ProviderFormat,
+};
 use crate::stream::StreamParser;
 use futures::StreamExt;
 use std::sync::Arc;
@@ -65,7 +69,6 @@ pub struct HttpModel {
     model: String,
     format: Arc<dyn ProviderFormat>,
     strict: bool,
-    path: &'static str,
     options: HttpOptions,
     client: reqwest::Client,
 }
@@ -77,8 +80,29 @@ impl HttpModel {
         HttpModel::build(
             model,
             Arc::new(OpenAiChat::default()),
-            "/chat/completions",
             HttpOptions::new("https://api.openai.com/v1", "OPENAI_API_KEY"),
+        )
+    }
+
+    /// An OpenAI Responses model, key from `OPENAI_API_KEY`.
+    pub fn openai_responses(model: impl Into<String>) -> Self {
+        HttpModel::build(
+            model,
+            Arc::new(OpenAiResponses::default()),
+            HttpOptions::new("https://api.openai.com/v1", "OPENAI_API_KEY"),
+        )
+    }
+
+    /// A Gemini model (`generateContent`, `streamGenerateContent?alt=sse`), key from
+    /// `GEMINI_API_KEY`.
+    pub fn gemini(model: impl Into<String>) -> Self {
+        HttpModel::build(
+            model,
+            Arc::new(Gemini::default()),
+            HttpOptions::new(
+                "https://generativelanguage.googleapis.com/v1beta",
+                "GEMINI_API_KEY",
+            ),
         )
     }
 
@@ -88,25 +112,18 @@ impl HttpModel {
         options
             .headers
             .push(("anthropic-version".into(), "2023-06-01".into()));
-        HttpModel::build(
-            model,
-            Arc::new(Anthropic::default()),
-            "/v1/messages",
-            options,
-        )
+        HttpModel::build(model, Arc::new(Anthropic::default()), options)
     }
 
     fn build(
         model: impl Into<String>,
         format: Arc<dyn ProviderFormat>,
-        path: &'static str,
         options: HttpOptions,
     ) -> Self {
         let mut m = HttpModel {
             model: model.into(),
             format,
             strict: false,
-            path,
             client: reqwest::Client::new(),
             options,
         };
@@ -173,13 +190,34 @@ impl HttpModel {
     }
 
     /// Offers tools in OpenAI strict mode and removes the nulls strict mode makes the model
-    /// send for optional fields (Chat Completions only).
+    /// send for optional fields (OpenAI formats only).
     pub fn strict(mut self) -> Self {
-        if self.format.provider() == Provider::OpenAiChat {
-            self.format = Arc::new(OpenAiChat::strict());
-            self.strict = true;
+        match self.format.provider() {
+            Provider::OpenAiChat => self.format = Arc::new(OpenAiChat::strict()),
+            Provider::OpenAiResponses => {
+                self.format = Arc::new(OpenAiResponses {
+                    strict: true,
+                    ..Default::default()
+                })
+            }
+            _ => return self,
         }
+        self.strict = true;
         self
+    }
+
+    /// The endpoint for this provider and model.
+    fn url(&self, model: &str) -> String {
+        let base = &self.options.base_url;
+        match self.format.provider() {
+            Provider::OpenAiChat => format!("{base}/chat/completions"),
+            Provider::OpenAiResponses => format!("{base}/responses"),
+            Provider::Anthropic => format!("{base}/v1/messages"),
+            Provider::Gemini if self.options.stream => {
+                format!("{base}/models/{model}:streamGenerateContent?alt=sse")
+            }
+            Provider::Gemini => format!("{base}/models/{model}:generateContent"),
+        }
     }
 
     fn key(&self) -> Option<String> {
@@ -235,7 +273,9 @@ impl ModelClient for HttpModel {
     fn name(&self) -> String {
         let p = match self.format.provider() {
             Provider::Anthropic => "anthropic",
-            _ => "openai",
+            Provider::Gemini => "gemini",
+            Provider::OpenAiResponses => "openai-responses",
+            Provider::OpenAiChat => "openai",
         };
         format!("{p}:{}", self.model)
     }
@@ -250,7 +290,7 @@ impl ModelClient for HttpModel {
         }
         request.stream = self.options.stream;
         let body = serde_json::to_vec(&self.format.request(&request)).unwrap_or_default();
-        let url = format!("{}{}", self.options.base_url, self.path);
+        let url = self.url(&request.model);
         let provider = self.format.provider();
         let format = self.format.clone();
         let options = self.options.clone();
@@ -267,6 +307,7 @@ impl ModelClient for HttpModel {
                 if let Some(key) = &key {
                     req = match provider {
                         Provider::Anthropic => req.header("x-api-key", key),
+                        Provider::Gemini => req.header("x-goog-api-key", key),
                         _ => req.header("authorization", format!("Bearer {key}")),
                     };
                 }
