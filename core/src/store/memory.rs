@@ -6,12 +6,18 @@ use crate::handler::BoxFuture;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Records in a map behind one lock; every operation is atomic under it.
 #[derive(Default)]
 pub struct MemoryStore {
     records: Mutex<BTreeMap<(&'static str, String), Versioned>>,
+    writes: AtomicU64,
 }
+
+/// Expired records are swept once every this many writes, so memory stays bounded without
+/// a scan per operation.
+const SWEEP_EVERY: u64 = 4096;
 
 impl MemoryStore {
     /// An empty store.
@@ -49,7 +55,11 @@ impl StateStore for MemoryStore {
         ttl_ms: Option<u64>,
     ) -> BoxFuture<Result<Option<u64>, StoreError>> {
         let now = now_ms();
+        let sweep = self.writes.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1;
         let out = self.with(|m| {
+            if sweep {
+                m.retain(|_, v| live(v, now));
+            }
             let k = (ns.as_str(), key.to_string());
             let current = m.get(&k).filter(|v| live(v, now));
             let version = match (expect, current) {
@@ -98,10 +108,9 @@ impl StateStore for MemoryStore {
     ) -> BoxFuture<Result<Vec<(String, Versioned)>, StoreError>> {
         let now = now_ms();
         let out = self.with(|m| {
-            // Drop what has expired while we hold the lock: memory stays bounded.
-            m.retain(|_, v| live(v, now));
             m.range((ns.as_str(), prefix.to_string())..)
                 .take_while(|((n, k), _)| *n == ns.as_str() && k.starts_with(prefix))
+                .filter(|(_, v)| live(v, now))
                 .take(limit)
                 .map(|((_, k), v)| (k.clone(), v.clone()))
                 .collect()
