@@ -189,6 +189,7 @@ fn show(mut rx: tokio::sync::mpsc::UnboundedReceiver<StreamEvent>) -> tokio::tas
 }
 
 #[tokio::main]
+/// Runs the scenario: the question, the stored run, the answer, the meeting.
 pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = Agent::new(engine()?, planner())
         .responder(responder())

@@ -75,6 +75,7 @@ const PLAN: &str = r#"{
 }"#;
 
 #[tokio::main]
+/// Runs the scenario: the JSON plan, three tools (two in parallel), the answer.
 pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let protocol = JsonProtocol {

@@ -124,6 +124,7 @@ pub async fn streams() -> Result<(String, String), Box<dyn std::error::Error>> {
 }
 
 #[tokio::main]
+/// Writes the two streams to the folder given as the first argument, or prints the first.
 #[allow(dead_code)] // A test includes this file for `streams` alone.
 pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (answer, approval) = streams().await?;
