@@ -253,3 +253,31 @@ fn ui_message_stream_mapping() {
         ]
     );
 }
+
+#[test]
+fn tool_call_deltas_without_an_index_continue_the_last_call() {
+    let chunks = [
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"x\":"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"function": {"arguments": " 1}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ];
+    let body: String = chunks
+        .iter()
+        .map(|c| format!("data: {c}\n\n"))
+        .chain(["data: [DONE]\n\n".to_string()])
+        .collect();
+    let (_, turn) = parse_stream(Provider::OpenAiChat, body.as_bytes()).unwrap();
+    let calls: Vec<(String, String)> = turn
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.clone(), c.arguments_text()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("a".to_string(), "{\"x\": 1}".to_string()),
+            ("b".to_string(), "{}".to_string())
+        ]
+    );
+}

@@ -75,10 +75,14 @@ impl StreamDecoder for OpenAiChatDecoder {
             .map(Vec::as_slice)
             .unwrap_or_default()
         {
-            let index = tc
-                .get("index")
-                .and_then(Value::as_u64)
-                .unwrap_or(self.by_index.len() as u64);
+            // Some compatible servers omit `index`: a delta with an id or a name starts a
+            // call, one without continues the last.
+            let starts = tc.get("id").is_some() || tc.pointer("/function/name").is_some();
+            let index = match tc.get("index").and_then(Value::as_u64) {
+                Some(i) => i,
+                None if starts || self.by_index.is_empty() => self.by_index.len() as u64,
+                None => self.by_index.len() as u64 - 1,
+            };
             let pos = match self.by_index.get(&index) {
                 Some(&p) => p,
                 None => {
