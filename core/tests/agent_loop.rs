@@ -616,3 +616,43 @@ async fn an_approval_suspends_the_run_and_the_decision_resumes_it() {
     assert_eq!(out.answer, "Sent to Ana.");
     assert_eq!(sent.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_message_on_a_suspended_run_cancels_what_waits() {
+    let e = engine();
+    e.register(Tool::external(ToolSpec::new(
+        "get_location",
+        "The browser's location.",
+        json!({"type": "object", "properties": {}}),
+    )))
+    .unwrap();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ModelTurn::calls(vec![call("loc", "get_location", json!({}))]),
+            ModelTurn::text("Sure, Paris then."),
+        ],
+    )
+    .shared();
+    let agent = Agent::new(e, model.clone());
+    let mut state = AgentState::new("where am I?");
+    let out = agent.run(&mut state, &Caller::default(), None).await;
+    assert!(matches!(out.status, RunStatus::Suspended { .. }));
+    let out = agent
+        .send(
+            &mut state,
+            "never mind, use Paris",
+            &Caller::default(),
+            None,
+        )
+        .await;
+    assert_eq!(out.answer, "Sure, Paris then.");
+    let msgs = &model.requests()[1].messages;
+    let Message::Tool { results } = &msgs[msgs.len() - 2] else {
+        panic!("{msgs:?}")
+    };
+    assert_eq!(results[0].envelope.code(), Some(ErrorCode::Cancelled));
+    assert!(
+        matches!(msgs.last(), Some(Message::User { content }) if content == "never mind, use Paris")
+    );
+}

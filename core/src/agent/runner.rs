@@ -123,6 +123,7 @@ impl Agent {
         mode: Option<Mode>,
     ) -> RunOutcome {
         let start = Instant::now();
+        abandon_pending(state);
         state.turn_steps = 0;
         state.turn_tool_calls = 0;
         state.turn_tokens = 0;
@@ -709,6 +710,50 @@ fn join(a: Option<&str>, b: &str) -> String {
         Some(a) if !a.is_empty() => format!("{a}\n\n{b}"),
         _ => b.to_string(),
     }
+}
+
+/// A new user turn on a suspended run: the calls still waiting are settled as `cancelled`
+/// (never run), so the conversation stays valid (every call has its result) and the model
+/// learns they did not happen. The new message stays last.
+fn abandon_pending(state: &mut AgentState) {
+    let Some(batch) = state.suspended.take() else {
+        return;
+    };
+    let mut by_id: HashMap<String, CallResult> = state
+        .held_results
+        .drain(..)
+        .map(|r| (r.call_id.clone(), r))
+        .collect();
+    let results: Vec<CallResult> = batch
+        .call_ids
+        .iter()
+        .filter_map(|id| by_id.remove(id))
+        .map(|mut r| {
+            if r.status != CallStatus::Done {
+                r.status = CallStatus::Done;
+                r.envelope = Envelope::error(
+                    crate::error_code::ErrorCode::Cancelled,
+                    "the conversation moved on before this call was settled; it was not run",
+                );
+            }
+            r
+        })
+        .collect();
+    let message = if batch.json_protocol {
+        Message::user(json_protocol::format_results(&results))
+    } else {
+        Message::Tool {
+            results: results.iter().map(ToolResult::from_result).collect(),
+        }
+    };
+    // Before the user's new message, right after the calls it answers.
+    let at = state
+        .messages
+        .iter()
+        .rposition(|m| matches!(m, Message::User { .. }))
+        .filter(|&i| i + 1 == state.messages.len())
+        .unwrap_or(state.messages.len());
+    state.messages.insert(at, message);
 }
 
 fn finish_timing(state: &mut AgentState, start: Instant) {
