@@ -214,6 +214,9 @@ fn ui_message_stream_mapping() {
             tool: "u".into(),
             error: ToolError::new(ErrorCode::Timeout, "too slow"),
         },
+        StreamEvent::Error {
+            message: "model a failed".into(),
+        },
         StreamEvent::StepFinish {
             step: 1,
             finish_reason: FinishReason::ToolCalls,
@@ -248,6 +251,7 @@ fn ui_message_stream_mapping() {
             // A result for a call the stream never showed gets its part first.
             json!({"type": "tool-input-available", "toolCallId": "c9", "toolName": "u", "input": {}}),
             json!({"type": "tool-output-error", "toolCallId": "c9", "errorText": "timeout: too slow"}),
+            json!({"type": "data-tooljig-error", "data": {"message": "model a failed"}, "transient": true}),
             json!({"type": "finish-step"}),
             json!({"type": "finish", "finishReason": "stop"}),
         ]

@@ -8,7 +8,9 @@
 
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tooljig::agent::{Agent, AgentOptions, AgentState, Mode, ScriptedModel};
+use tooljig::agent::{
+    Agent, AgentOptions, AgentState, FallbackChain, Mode, ModelError, ScriptedModel, model_fn,
+};
 use tooljig::providers::{ModelTurn, ToolCall};
 use tooljig::stream::StreamEvent;
 use tooljig::stream::ui_message_stream::{HEADERS, UiMessageStream};
@@ -100,7 +102,12 @@ pub async fn streams() -> Result<(String, String), Box<dyn std::error::Error>> {
         mode: Mode::TalkFirst,
         ..Default::default()
     };
-    let agent = Agent::new(engine.clone(), Arc::new(model)).options(talk_first.clone());
+    // The preferred model is down: the fallback chain moves on, and the UI is told in passing.
+    let down = model_fn("primary", |_, _| async {
+        Err(ModelError::from_status(503, "overloaded"))
+    });
+    let chain = FallbackChain::new(vec![down, Arc::new(model)]);
+    let agent = Agent::new(engine.clone(), Arc::new(chain)).options(talk_first.clone());
     let answer = serve(
         &agent,
         "Weather in Paris, book a table, write notes",

@@ -19,7 +19,7 @@
 //! | `ToolApprovalRequest` | `tool-approval-request` |
 //! | `ToolOutputPending` | nothing: the part stays `input-available` for the client to run |
 //! | `Finish` | `finish` (`finishReason`) |
-//! | `Error` | `error` |
+//! | `Error` | `data-tooljig-error` (transient: `onData` sees it; the run goes on) |
 
 use super::StreamEvent;
 use serde_json::{Value, json};
@@ -199,7 +199,9 @@ impl UiMessageStream {
                 out.push(json!({"type": "finish", "finishReason": finish_reason.ai_sdk()}));
             }
             StreamEvent::Error { message } => {
-                out.push(json!({"type": "error", "errorText": message}));
+                // Not `error`: that chunk fails `useChat`'s request, while a tooljig run goes
+                // on after a model error (a fallback, a summary answer). Apps see it in onData.
+                out.push(json!({"type": "data-tooljig-error", "data": {"message": message}, "transient": true}));
             }
         }
         out

@@ -99,6 +99,15 @@ test('a run renders as steps, text and tool parts in their final states', async 
   assert.match(message.parts.at(-1).text, /^Paris is 21°C\. The booking service is down/);
 });
 
+test('a model failure the run survived is data for onData, not a failed request', async () => {
+  const { chunks, message } = await parse('answer.sse');
+  const notice = chunks.find((c) => c.type === 'data-tooljig-error');
+  assert.ok(notice, 'the fallback is reported');
+  assert.match(notice.data.message, /primary failed/);
+  assert.equal(notice.transient, true);
+  assert.ok(!message.parts.some((p) => p.type.startsWith('data-')), 'transient data stays out of the message');
+});
+
 test('the same bytes split differently give the same message', async () => {
   const a = await parse('answer.sse', 1);
   const b = await parse('answer.sse', 99);
