@@ -14,7 +14,10 @@ use pyo3_async_runtimes::TaskLocals;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tooljig::{BatchOptions, Call, Engine, Limits, Policy, SchemaResources, Tool, ToolSpec};
+use tooljig::{
+    ApprovalRules, BatchOptions, Call, Engine, Limits, Policy, SchemaResources, Settings, Tool,
+    ToolSpec,
+};
 
 /// The native engine. The package's `tooljig.Engine` wraps it with the decorator, `run`,
 /// `run_sync` and `stream`.
@@ -29,11 +32,21 @@ impl PyEngine {
     /// `schema_resources` maps URIs to schema documents that `$ref`s may name (nothing is
     /// fetched over the network).
     #[new]
-    #[pyo3(signature = (*, limits = None, schema_resources = None))]
+    #[pyo3(signature = (
+        *,
+        limits = None,
+        schema_resources = None,
+        settings = None,
+        approval_rules = None,
+        external_expiry_ms = None
+    ))]
     fn new(
         py: Python<'_>,
         limits: Option<&Bound<'_, PyAny>>,
         schema_resources: Option<&Bound<'_, PyDict>>,
+        settings: Option<&Bound<'_, PyAny>>,
+        approval_rules: Option<&Bound<'_, PyAny>>,
+        external_expiry_ms: Option<u64>,
     ) -> PyResult<Self> {
         let mut engine = match schema_resources {
             Some(r) => {
@@ -45,6 +58,19 @@ impl PyEngine {
         };
         if let Some(limits) = limits.filter(|l| !l.is_none()) {
             engine = engine.limits(read_limits(py, limits)?);
+        }
+        if let Some(settings) = settings.filter(|s| !s.is_none()) {
+            let settings: Settings = convert::from_py_as(settings)
+                .map_err(|e| error::invalid_input(py, "settings", e))?;
+            engine = engine.with_settings(settings);
+        }
+        if let Some(rules) = approval_rules.filter(|r| !r.is_none()) {
+            let rules: ApprovalRules = convert::from_py_as(rules)
+                .map_err(|e| error::invalid_input(py, "approval_rules", e))?;
+            engine = engine.approval_rules(rules);
+        }
+        if let Some(ms) = external_expiry_ms {
+            engine = engine.external_expiry_ms(ms);
         }
         Ok(PyEngine {
             inner: Arc::new(engine),
@@ -83,6 +109,41 @@ impl PyEngine {
             None => Tool::external(spec),
         };
         self.inner.register(tool).map_err(|e| e.into_py_err(py))
+    }
+
+    /// The enabled flags in force, as a dict.
+    #[getter]
+    fn settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let value = serde_json::to_value(self.inner.settings().as_ref()).unwrap_or(Value::Null);
+        convert::to_py(py, &value)
+    }
+
+    /// Replaces the enabled flags; the next batch sees them.
+    #[setter]
+    fn set_settings(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let settings: Settings =
+            convert::from_py_as(value).map_err(|e| error::invalid_input(py, "settings", e))?;
+        self.inner.set_settings(settings);
+        Ok(())
+    }
+
+    /// The specs to hand a model for `caller`: only the tools it may use, hidden parameters
+    /// removed from their input schemas.
+    #[pyo3(signature = (caller = None))]
+    fn specs_for<'py>(
+        &self,
+        py: Python<'py>,
+        caller: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let caller = PyCaller::extract_from(caller)?;
+        let specs = serde_json::to_value(self.inner.specs_for(&caller)).unwrap_or(Value::Null);
+        convert::to_py(py, &specs)
+    }
+
+    /// Counters and latency histograms per tool, so far, as a dict.
+    fn telemetry<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let snapshot = serde_json::to_value(self.inner.telemetry()).unwrap_or(Value::Null);
+        convert::to_py(py, &snapshot)
     }
 
     /// Provider-neutral specs of every tool, in registration order, as dicts.
@@ -158,7 +219,8 @@ impl PyEngine {
 
 /// Reads `limits` (a dict), refusing keys the core's `Limits` does not have.
 fn read_limits(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Limits> {
-    let value = convert::from_py(obj).map_err(|e| error::invalid_input(py, "limits", e.to_string()))?;
+    let value =
+        convert::from_py(obj).map_err(|e| error::invalid_input(py, "limits", e.to_string()))?;
     let known = serde_json::to_value(Limits::default()).unwrap_or(Value::Null);
     if let (Some(given), Some(known)) = (value.as_object(), known.as_object()) {
         if let Some(bad) = given.keys().find(|k| !known.contains_key(*k)) {

@@ -107,7 +107,11 @@ pub fn invalid_policy(py: Python<'_>, message: String) -> PyErr {
 
 /// Calls, caller or options that do not deserialize.
 pub fn invalid_input(py: Python<'_>, what: &str, message: String) -> PyErr {
-    raise(py, |c| &c.invalid_input, format!("invalid {what}: {message}"))
+    raise(
+        py,
+        |c| &c.invalid_input,
+        format!("invalid {what}: {message}"),
+    )
 }
 
 /// The interpreter is exiting.

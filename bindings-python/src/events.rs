@@ -42,7 +42,10 @@ impl PyEvent {
     /// µs since the batch started.
     #[getter]
     fn at_us(&self) -> u64 {
-        self.value().get("at_us").and_then(Value::as_u64).unwrap_or(0)
+        self.value()
+            .get("at_us")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
     }
 
     /// The call this event is about, or None for batch events.

@@ -116,8 +116,8 @@ fn run_sync(
     let called = convert::to_py(py, &args).and_then(|args| {
         let ctx = Py::new(py, PyToolContext::new(ctx))?;
         host.context(py)
-            .call_method0("copy")?
-            .call_method1("run", (invoke.bind(py), args, ctx))
+            .call_method0(pyo3::intern!(py, "copy"))?
+            .call_method1(pyo3::intern!(py, "run"), (invoke.bind(py), args, ctx))
     });
     match called {
         Ok(value) if is_awaitable(&value) => host.post(Msg::Start(Start {
@@ -141,7 +141,10 @@ fn interrupt_main(py: Python<'_>) {
     let sent = (|| -> PyResult<()> {
         let signal = py.import("signal")?;
         let main = py.import("threading")?.call_method0("main_thread")?;
-        signal.call_method1("pthread_kill", (main.getattr("ident")?, signal.getattr("SIGINT")?))?;
+        signal.call_method1(
+            "pthread_kill",
+            (main.getattr("ident")?, signal.getattr("SIGINT")?),
+        )?;
         Ok(())
     })();
     if sent.is_err() {

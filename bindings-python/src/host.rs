@@ -304,11 +304,10 @@ impl BatchHost {
             return Ok(());
         }
         let made = match what {
-            Awaitable::Call { invoke, args, ctx } => convert::to_py(py, &args)
-                .and_then(|args| {
-                    let ctx = Py::new(py, PyToolContext::new(ctx))?;
-                    invoke.bind(py).call1((args, ctx))
-                }),
+            Awaitable::Call { invoke, args, ctx } => convert::to_py(py, &args).and_then(|args| {
+                let ctx = Py::new(py, PyToolContext::new(ctx))?;
+                invoke.bind(py).call1((args, ctx))
+            }),
             Awaitable::Object(obj) => Ok(obj.into_bound(py)),
         };
         let obj = match made {
@@ -322,7 +321,7 @@ impl BatchHost {
         let context = self.locals.context(py);
         let task = if obj.is_instance(coroutine_type(py)?)? {
             let create_task = lock(&self.side).create_task.clone_ref(py);
-            context.call_method1("run", (create_task, obj))?
+            context.call_method1(pyo3::intern!(py, "run"), (create_task, obj))?
         } else if obj.hasattr("__await__")? {
             let ensure = asyncio(py)?.getattr("ensure_future")?;
             let kwargs = pyo3::types::PyDict::new(py);
@@ -335,7 +334,7 @@ impl BatchHost {
             return Ok(());
         };
         task.call_method1(
-            "add_done_callback",
+            pyo3::intern!(py, "add_done_callback"),
             (TaskDone {
                 slot: slot.clone(),
                 host: self.clone(),
@@ -509,7 +508,7 @@ struct TaskDone {
 impl TaskDone {
     fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) {
         let cancelled = task
-            .call_method0("cancelled")
+            .call_method0(pyo3::intern!(py, "cancelled"))
             .and_then(|c| c.is_truthy())
             .unwrap_or(false);
         let result = if cancelled {
@@ -518,7 +517,7 @@ impl TaskDone {
                 "the tool's task was cancelled",
             )))
         } else {
-            match task.call_method0("result") {
+            match task.call_method0(pyo3::intern!(py, "result")) {
                 Ok(value) => outcome::from_value(&value),
                 Err(e) => Err(outcome::from_error(py, &e)),
             }

@@ -211,7 +211,11 @@ impl PyBatchResult {
 
     /// The whole batch as a dict: `{"results": [...], "duration_us": n}`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let results: Vec<Value> = self.results.iter().map(|r| r.get().inner.to_value()).collect();
+        let results: Vec<Value> = self
+            .results
+            .iter()
+            .map(|r| r.get().inner.to_value())
+            .collect();
         let value = serde_json::json!({"results": results, "duration_us": self.duration_us});
         convert::to_py(py, &value)
     }

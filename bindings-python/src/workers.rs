@@ -71,8 +71,7 @@ pub fn submit(job: Job) -> Result<(), Job> {
     }
     let pool = pool();
     pool.tx.send(job).map_err(|e| e.into_inner())?;
-    if pool.idle.load(Ordering::SeqCst) == 0 && pool.workers.load(Ordering::SeqCst) < MAX_WORKERS
-    {
+    if pool.idle.load(Ordering::SeqCst) == 0 && pool.workers.load(Ordering::SeqCst) < MAX_WORKERS {
         pool.workers.fetch_add(1, Ordering::SeqCst);
         let worker = pool.clone();
         let spawned = std::thread::Builder::new()

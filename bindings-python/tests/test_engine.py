@@ -187,3 +187,40 @@ def test_batches_from_threads_each_with_their_own_loop(engine: tooljig.Engine) -
         t.join()
     assert results == {0: 0, 1: 1, 2: 2, 3: 3}
     assert time.perf_counter() - t0 < 1
+
+
+async def test_guardrail_policy_fields_settings_visibility_and_telemetry() -> None:
+    engine = tooljig.Engine(settings={"system": {"search_web": False}})
+
+    @engine.tool
+    def search_web(q: str) -> str:
+        return q
+
+    @engine.tool(scopes=["calendar.read"], hidden={"user_id": {"from": "principal"}})
+    def list_events(day: str, user_id: str) -> dict:
+        return {"day": day, "user": user_id}
+
+    caller = tooljig.Caller(principal="u1", scopes=["calendar.read"])
+    assert [s["name"] for s in engine.specs_for(caller)] == ["list_events"]
+    assert engine.specs_for(caller)[0]["input_schema"]["properties"].keys() == {"day"}
+    assert engine.specs_for({"principal": "u2"}) == []
+    out = await engine.run(
+        [
+            {"id": "off", "tool": "search_web", "arguments": {"q": "x"}},
+            {"id": "ok", "tool": "list_events", "arguments": {"day": "mon", "user_id": "forged"}},
+        ],
+        caller=caller,
+    )
+    assert out[0].error_code == "permission_denied"
+    assert out[1].envelope == {"ok": True, "data": {"day": "mon", "user": "u1"}}
+    out = await engine.run([{"tool": "list_events", "arguments": {"day": "mon"}}], caller={"principal": "u2"})
+    assert out[0].error_code == "scopes_missing"
+
+    engine.settings = {"system": {"search_web": True}}
+    assert engine.settings["system"] == {"search_web": True}
+    out = await engine.run([{"tool": "search_web", "arguments": {"q": "x"}}], caller=caller)
+    assert out[0].envelope == {"ok": True, "data": "x"}
+    snapshot = engine.telemetry()
+    assert "search_web" in snapshot["tools"] and "list_events" in snapshot["tools"]
+    with pytest.raises(tooljig.InvalidInputError, match="invalid settings"):
+        engine.settings = {"sytem": {}}

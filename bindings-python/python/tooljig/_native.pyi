@@ -31,7 +31,16 @@ class Engine:
         *,
         limits: Mapping[str, int] | None = None,
         schema_resources: Mapping[str, Any] | None = None,
+        settings: Mapping[str, Any] | None = None,
+        approval_rules: Mapping[str, Any] | None = None,
+        external_expiry_ms: int | None = None,
     ) -> Engine: ...
+    @property
+    def settings(self) -> dict[str, Any]: ...
+    @settings.setter
+    def settings(self, value: Mapping[str, Any]) -> None: ...
+    def specs_for(self, caller: Caller | Mapping[str, Any] | None = None) -> list[dict[str, Any]]: ...
+    def telemetry(self) -> dict[str, Any]: ...
     def register(
         self,
         spec: Mapping[str, Any],

@@ -42,7 +42,9 @@ class Engine:
 
     ``limits`` sets argument limits (``max_argument_bytes``, ``max_depth``);
     ``schema_resources`` maps URIs to schema documents that ``$ref`` may name (nothing is
-    fetched over the network).
+    fetched over the network); ``settings`` are the enabled flags (``system``, ``tenants``,
+    ``departments``, ``users``: tool name or ``"*"`` → bool); ``approval_rules`` (e.g.
+    ``{"min_risk": "high"}``) and ``external_expiry_ms`` configure durable runs.
     """
 
     def __init__(
@@ -50,11 +52,39 @@ class Engine:
         *,
         limits: Mapping[str, int] | None = None,
         schema_resources: Mapping[str, Any] | None = None,
+        settings: Mapping[str, Any] | None = None,
+        approval_rules: Mapping[str, Any] | None = None,
+        external_expiry_ms: int | None = None,
     ) -> None:
         self._native = _native.Engine(
             limits=dict(limits) if limits is not None else None,
             schema_resources=dict(schema_resources) if schema_resources is not None else None,
+            settings=dict(settings) if settings is not None else None,
+            approval_rules=dict(approval_rules) if approval_rules is not None else None,
+            external_expiry_ms=external_expiry_ms,
         )
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The enabled flags in force; assign a dict to replace them (the next batch sees
+        them)."""
+        settings: dict[str, Any] = self._native.settings
+        return settings
+
+    @settings.setter
+    def settings(self, value: Mapping[str, Any]) -> None:
+        self._native.settings = dict(value)
+
+    def specs_for(self, caller: CallerLike = None) -> list[dict[str, Any]]:
+        """The specs to hand a model for ``caller``: only the tools it may use (enabled,
+        roles, scopes), hidden parameters removed from the input schemas."""
+        specs: list[dict[str, Any]] = self._native.specs_for(caller)
+        return specs
+
+    def telemetry(self) -> dict[str, Any]:
+        """Counters and latency histograms per tool, so far."""
+        snapshot: dict[str, Any] = self._native.telemetry()
+        return snapshot
 
     @overload
     def tool(self, fn: F, /) -> F: ...
