@@ -60,7 +60,7 @@ async def test_vector(path: Path, flavour: str) -> None:
 
 async def run(vector, *, sync: bool) -> list[str]:
     problems: list[str] = []
-    engine = tooljig.Engine(limits=vector.limits)
+    engine = tooljig.Engine(limits=vector.limits, settings=vector.settings)
     invocations: Counter[str] = Counter()
     lock = threading.Lock()
     error: Exception | None = None
@@ -95,6 +95,14 @@ async def run(vector, *, sync: bool) -> list[str]:
     if vector.expect.get("results") is not None:
         compare.results(vector.expect["results"], out, problems)
     compare.timing(vector.expect, out, problems)
+    specs = engine.specs_for(vector.caller)
+    visible = vector.expect.get("visible")
+    if visible is not None and [s["name"] for s in specs] != visible:
+        problems.append(f"specs_for(caller) lists {[s['name'] for s in specs]}, expected {visible}")
+    for tool, schema in (vector.expect.get("model_schemas") or {}).items():
+        got = next((s["input_schema"] for s in specs if s["name"] == tool), None)
+        if got != schema:
+            problems.append(f"the model's schema of {tool!r} is {got}, expected {schema}")
     for i, step in enumerate(vector.then):
         if step.wait_ms:
             await asyncio.sleep(step.wait_ms / 1000)

@@ -19,7 +19,7 @@ DIR_ENV = "TOOLJIG_CONFORMANCE_DIR"
 TOP_KEYS = {"name", "engine", "tools", "caller", "options", "calls", "expect", "then"}
 THEN_KEYS = {"wait_ms", "caller", "calls", "expect"}
 THEN_EXPECT_KEYS = {"results"}
-ENGINE_KEYS = {"limits"}
+ENGINE_KEYS = {"limits", "settings"}
 LIMIT_KEYS = {"max_argument_bytes", "max_depth"}
 TOOL_KEYS = {"spec", "script"}
 SCRIPT_KEYS = {"sleep_ms", "fail_times", "return", "echo", "error", "needs", "panic", "hang"}
@@ -33,6 +33,8 @@ EXPECT_KEYS = {
     "within_ms",
     "invocations",
     "registration_error",
+    "visible",
+    "model_schemas",
 }
 RESULT_KEYS = {
     "call_id",
@@ -48,21 +50,17 @@ RESULT_KEYS = {
     "has_detail",
     "message_contains",
     "retry_after_ms_at_most",
+    "hidden",
 }
 
 #: Keys of the format whose capabilities the Python package does not expose yet (the
-#: guardrails' engine settings, scripted resolvers and policy hooks, the audit log, specs per
-#: caller; durable runs' approval rules, decisions, client submissions,
+#: guardrails' scripted resolvers and policy hooks, the audit log; durable runs' approval rules, decisions, client submissions,
 #: resume and rollback). Vectors using them are expected failures, naming the keys.
 NOT_EXPOSED = {
     # guardrails/
-    "engine.settings",
     "engine.resolvers",
     "engine.policy_hook",
     "expect.audit",
-    "expect.visible",
-    "expect.model_schemas",
-    "expect.results[].hidden",
     "then[].expect.audit",
     # durable/: approvals, client-side results, resume and rollback
     "steps",
@@ -119,6 +117,7 @@ class Vector:
     caller: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] | None = None
+    settings: dict[str, Any] | None = None
     then: list[Then] = field(default_factory=list)
 
 
@@ -201,6 +200,7 @@ def load(path: Path) -> Vector:
         caller=raw.get("caller", {}),
         options=raw.get("options", {}),
         limits=limits,
+        settings=engine.get("settings"),
     )
 
 
