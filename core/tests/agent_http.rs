@@ -509,3 +509,27 @@ async fn gemini_and_responses_endpoints_run_a_round_trip() {
     assert_eq!(server.requests()[0].path, "/responses");
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_answer_to_a_streaming_request_is_read_as_json() {
+    let server = Server::start(|_, _| {
+        Reply::json(
+            200,
+            json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "whole"}}]}),
+        )
+    })
+    .await;
+    let model = HttpModel::openai_compatible("m").base_url(&server.url);
+    let turn = model
+        .respond(
+            ModelRequest {
+                messages: vec![Message::user("hi")],
+                ..Default::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(turn.content, "whole");
+    assert_eq!(server.requests()[0].body["stream"], true);
+}

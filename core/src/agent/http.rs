@@ -334,7 +334,14 @@ impl ModelClient for HttpModel {
                 tracing::info!(attempt, ?wait, error = %failure, "retrying the model request");
                 tokio::time::sleep(wait).await;
             };
-            let mut turn = if options.stream {
+            // A server may answer a streaming request with one JSON body (an error, or no
+            // streaming support): read it as such rather than as an empty stream.
+            let is_json = response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|t| t.starts_with("application/json"));
+            let mut turn = if options.stream && !is_json {
                 let mut parser = StreamParser::new(provider);
                 let mut body = response.bytes_stream();
                 while let Some(chunk) = body.next().await {
