@@ -364,6 +364,7 @@ impl Agent {
                 },
             };
             let json_step = json.is_some() && offer_tools;
+            let held = spec.hold_text;
             let answer = match call_model(
                 ctx,
                 &model,
@@ -386,7 +387,11 @@ impl Agent {
             self.unique_ids(ctx, &mut turn);
             let answer = Answer { turn, ..answer };
             // A JSON plan is never shown: it is for tooljig, not the user.
-            answer.complete_events(ctx, !json_step && answer.turn.tool_calls.is_empty());
+            // Text beside tool calls is shown unless it was held back (act-first).
+            answer.complete_events(
+                ctx,
+                !json_step && (answer.turn.tool_calls.is_empty() || !held),
+            );
             let step_finish = StreamEvent::StepFinish {
                 step,
                 finish_reason: answer.turn.finish_reason,
