@@ -86,9 +86,13 @@ async fn a_duplicate_in_flight_waits_and_shares_then_later_ones_replay() {
     });
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the handler ran once");
     assert_eq!(a.envelope, b.envelope);
-    assert!(!a.replayed);
-    assert!(b.replayed, "the waiter shares the first call's envelope");
-    assert_eq!(b.attempts, 0);
+    // Usually `a` claims first; under load `b` may. Either way one ran and one shared.
+    assert!(
+        a.replayed != b.replayed,
+        "one ran, the other shared: {a:?} {b:?}"
+    );
+    let shared = if a.replayed { &a } else { &b };
+    assert_eq!(shared.attempts, 0);
     let c = one(&engine, Call::new("c", "pay", args)).await;
     assert!(c.replayed);
     assert_eq!(c.envelope, a.envelope);

@@ -230,10 +230,14 @@ fn a_run_survives_its_process() {
 
     // The audit log, written by two processes, holds every step and an intact chain.
     let audit = SqliteAudit::query_file(dir.join("audit.db"), &AuditQuery::all()).unwrap();
-    let steps: Vec<(String, &str)> = audit
+    let mut steps: Vec<(String, &str)> = audit
         .iter()
         .map(|r| (r.call_id.clone(), r.outcome.as_str()))
         .collect();
+    // Within one pass calls settle in any order; the passes themselves are in order.
+    assert_eq!(steps.len(), 5, "{audit:#?}");
+    steps[..3].sort();
+    steps[3..].sort();
     assert_eq!(
         steps,
         [
@@ -245,7 +249,10 @@ fn a_run_survives_its_process() {
         ],
         "{audit:#?}"
     );
-    let b_done = &audit[3];
+    let b_done = audit
+        .iter()
+        .find(|r| r.call_id == "b" && r.outcome.as_str() == "ok")
+        .unwrap();
     assert_eq!(b_done.approval.as_ref().unwrap()["decided_by"], "rita");
     assert!(
         b_done.approval.as_ref().unwrap()["decided_at_ms"]
