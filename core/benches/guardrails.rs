@@ -41,14 +41,31 @@ fn schema() -> Value {
 fn bare() -> Engine {
     let engine = Engine::new();
     engine
-        .register(Tool::from_fn("noop", "Does nothing.", schema(), |_, _| async {
-            Ok(Value::Null)
-        }))
+        .register(Tool::from_fn(
+            "noop",
+            "Does nothing.",
+            schema(),
+            |_, _| async { Ok(Value::Null) },
+        ))
         .expect("noop registers");
     engine
 }
 
-fn guarded(audit: Arc<SqliteAudit>) -> Engine {
+/// Which guard pieces an engine has, for the per-layer variants.
+#[derive(Clone, Copy)]
+struct Layers {
+    limit: bool,
+    cache: bool,
+    audit: Option<&'static str>,
+}
+
+const ALL: Layers = Layers {
+    limit: true,
+    cache: true,
+    audit: Some("sqlite"),
+};
+
+fn guarded(layers: Layers, dir: &std::path::Path) -> Engine {
     let settings: Settings = serde_json::from_value(json!({
         "system": {"other": false},
         "tenants": {"acme": {"other": false}},
@@ -56,8 +73,7 @@ fn guarded(audit: Arc<SqliteAudit>) -> Engine {
         "users": {"u1": {"other": true}}
     }))
     .expect("settings");
-    let engine = Engine::new()
-        .with_audit(audit)
+    let mut engine = Engine::new()
         .with_settings(settings)
         .with_policy_hook(policy_hook_fn(|req: AccessRequest| async move {
             Ok(if req.caller.principal.is_some() {
@@ -66,14 +82,29 @@ fn guarded(audit: Arc<SqliteAudit>) -> Engine {
                 AccessDecision::deny("sign in first")
             })
         }));
-    let policy = Policy::default()
+    match layers.audit {
+        Some("sqlite") => {
+            let path = dir.join(format!("audit-{}.db", uuid::Uuid::new_v4()));
+            engine = engine.with_audit(Arc::new(SqliteAudit::open(path).expect("audit opens")));
+        }
+        Some(_) => engine = engine.with_audit(Arc::new(MemoryAudit::new())),
+        None => {}
+    }
+    let mut policy = Policy::default()
         .effect(Effect::Read)
         .scopes(["weather.read"])
         .roles(["user"])
         .hidden("user_id", HiddenParam::Principal)
-        .rate_limit(RateLimit::per_principal(1_000_000_000, Duration::from_secs(1)))
-        .cache(CachePolicy::ttl(Duration::from_secs(60)))
         .redact("city", Redaction::Hash);
+    if layers.limit {
+        policy = policy.rate_limit(RateLimit::per_principal(
+            1_000_000_000,
+            Duration::from_secs(1),
+        ));
+    }
+    if layers.cache {
+        policy = policy.cache(CachePolicy::ttl(Duration::from_secs(60)));
+    }
     engine
         .register(
             Tool::from_fn("noop", "Does nothing.", schema(), |_, _| async {
@@ -108,30 +139,79 @@ fn calls(n: usize, nonce: &AtomicU64) -> Vec<Call> {
         .collect()
 }
 
+fn bench_engine(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    engine: &Engine,
+    n: usize,
+    nonce: &AtomicU64,
+) {
+    group.throughput(Throughput::Elements(n as u64));
+    group.bench_function(format!("{name}/{n}"), |b| {
+        b.to_async(rt).iter_batched(
+            || calls(n, nonce),
+            |calls| async {
+                let out = engine.run(calls, caller(), BatchOptions::default()).await;
+                debug_assert!(out.results.iter().all(|r| r.envelope.is_ok()));
+                black_box(out)
+            },
+            BatchSize::LargeInput,
+        )
+    });
+}
+
 fn overhead(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("a temp dir");
-    let audit = Arc::new(SqliteAudit::open(dir.path().join("audit.db")).expect("audit opens"));
-    let engines = [("bare", bare()), ("guarded", guarded(audit))];
+    let bare = bare();
+    let all = guarded(ALL, dir.path());
     let nonce = AtomicU64::new(0);
     let mut group = c.benchmark_group("guardrails");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(4));
     for n in [100usize, 1_000, 10_000] {
-        group.throughput(Throughput::Elements(n as u64));
-        for (name, engine) in &engines {
-            group.bench_function(format!("{name}/{n}"), |b| {
-                b.to_async(&rt).iter_batched(
-                    || calls(n, &nonce),
-                    |calls| async {
-                        let out = engine.run(calls, caller(), BatchOptions::default()).await;
-                        debug_assert!(out.results.iter().all(|r| r.envelope.is_ok()));
-                        black_box(out)
-                    },
-                    BatchSize::LargeInput,
-                )
-            });
-        }
+        bench_engine(&mut group, &rt, "bare", &bare, n, &nonce);
+        bench_engine(&mut group, &rt, "guarded", &all, n, &nonce);
+    }
+    // Layer by layer at one size, to see where the cost goes.
+    let layers = [
+        (
+            "layers/checks",
+            Layers {
+                limit: false,
+                cache: false,
+                audit: None,
+            },
+        ),
+        (
+            "layers/+limit",
+            Layers {
+                limit: true,
+                cache: false,
+                audit: None,
+            },
+        ),
+        (
+            "layers/+cache",
+            Layers {
+                limit: true,
+                cache: true,
+                audit: None,
+            },
+        ),
+        (
+            "layers/+memory_audit",
+            Layers {
+                limit: true,
+                cache: true,
+                audit: Some("memory"),
+            },
+        ),
+    ];
+    for (name, l) in layers {
+        let engine = guarded(l, dir.path());
+        bench_engine(&mut group, &rt, name, &engine, 1_000, &nonce);
     }
     group.finish();
 }

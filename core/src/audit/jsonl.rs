@@ -32,19 +32,32 @@ fn line(record: &AuditRecord, body: &str) -> String {
 struct JsonlBackend {
     file: File,
     durability: Durability,
+    /// The file's length when the open unit began, to cut a failed unit off.
+    committed_len: u64,
 }
 
 impl Backend for JsonlBackend {
-    fn append(&mut self, batch: &[(AuditRecord, String)]) -> Result<(), AuditError> {
+    fn write(&mut self, batch: &[(AuditRecord, String)]) -> Result<(), AuditError> {
         let mut text = String::with_capacity(batch.len() * 512);
         for (r, body) in batch {
             text.push_str(&line(r, body));
         }
-        self.file.write_all(text.as_bytes()).map_err(io)?;
+        // One `write` per chunk: once it returns, the lines are in the operating system's
+        // hands and survive a crash of this process.
+        self.file.write_all(text.as_bytes()).map_err(io)
+    }
+
+    fn commit(&mut self) -> Result<(), AuditError> {
         if self.durability == Durability::Os {
             self.file.sync_data().map_err(io)?;
         }
+        self.committed_len = self.file.metadata().map_err(io)?.len();
         Ok(())
+    }
+
+    fn rollback(&mut self) {
+        // Lines of a failed unit are written again; drop the ones that made it.
+        let _ = self.file.set_len(self.committed_len);
     }
 }
 
@@ -135,7 +148,11 @@ impl JsonlAudit {
             .transpose()?;
         let writer = Writer::start(
             "tooljig-audit-jsonl",
-            JsonlBackend { file, durability },
+            JsonlBackend {
+                file,
+                durability,
+                committed_len: keep,
+            },
             Chain::after(last),
         )?;
         Ok(JsonlAudit { path, writer })

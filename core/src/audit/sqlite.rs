@@ -59,36 +59,54 @@ fn connect(path: &Path, flags: OpenFlags) -> Result<Connection, AuditError> {
 
 struct SqliteBackend {
     conn: Connection,
+    in_transaction: bool,
 }
 
 impl Backend for SqliteBackend {
-    fn append(&mut self, batch: &[(AuditRecord, String)]) -> Result<(), AuditError> {
-        let tx = self.conn.transaction().map_err(storage)?;
-        {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO audit_log (seq, time_ms, principal, tenant, tool, call_id, outcome, code, hash, record)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                )
-                .map_err(storage)?;
-            for (r, body) in batch {
-                insert
-                    .execute(rusqlite::params![
-                        r.seq as i64,
-                        r.time_ms as i64,
-                        r.principal,
-                        r.tenant,
-                        r.tool,
-                        r.call_id,
-                        r.outcome.as_str(),
-                        r.code.map(|c| c.as_str()),
-                        r.hash,
-                        body,
-                    ])
-                    .map_err(storage)?;
-            }
+    fn write(&mut self, batch: &[(AuditRecord, String)]) -> Result<(), AuditError> {
+        if !self.in_transaction {
+            self.conn.execute_batch("BEGIN").map_err(storage)?;
+            self.in_transaction = true;
         }
-        tx.commit().map_err(storage)
+        let mut insert = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO audit_log (seq, time_ms, principal, tenant, tool, call_id, outcome, code, hash, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )
+            .map_err(storage)?;
+        for (r, body) in batch {
+            insert
+                .execute(rusqlite::params![
+                    r.seq as i64,
+                    r.time_ms as i64,
+                    r.principal,
+                    r.tenant,
+                    r.tool,
+                    r.call_id,
+                    r.outcome.as_str(),
+                    r.code.map(|c| c.as_str()),
+                    r.hash,
+                    body,
+                ])
+                .map_err(storage)?;
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), AuditError> {
+        if self.in_transaction {
+            self.conn.execute_batch("COMMIT").map_err(storage)?;
+            self.in_transaction = false;
+        }
+        Ok(())
+    }
+
+    fn rollback(&mut self) {
+        if self.in_transaction {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.in_transaction = false;
+        }
     }
 }
 
@@ -137,7 +155,10 @@ impl SqliteAudit {
             })?;
         let writer = Writer::start(
             "tooljig-audit-sqlite",
-            SqliteBackend { conn },
+            SqliteBackend {
+                conn,
+                in_transaction: false,
+            },
             Chain::after(last),
         )?;
         Ok(SqliteAudit { path, writer })

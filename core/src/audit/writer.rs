@@ -2,9 +2,11 @@
 //!
 //! Calls hand records over a channel and go on; one thread per sink drains the channel,
 //! links the records into the hash chain (in the order it writes them, so the chain and the
-//! file agree), and writes each drained batch in one go (one SQLite transaction, one
-//! `write`). A flush request travels the same channel, so it is answered only after every
-//! record sent before it is written: callers that await it get group commit for free.
+//! file agree) and writes them at once into an open unit of work (an SQLite transaction,
+//! buffered lines), in parallel with the calls. The unit is committed when a flush is asked
+//! for, when it is large, or when it has been open for 20 ms. A flush request travels the same
+//! channel, so it is answered only after every record sent before it is committed: callers
+//! that await it get group commit for free.
 
 use crate::audit::AuditError;
 use crate::audit::chain::Chain;
@@ -17,13 +19,22 @@ use tokio::sync::oneshot;
 /// Most records written in one transaction.
 const MAX_BATCH: usize = 4096;
 
-/// Longest a record waits for company before it is written when nobody asked for a flush.
+/// Longest a unit of work stays open (uncommitted) when nobody asks for a flush.
 const LINGER: Duration = Duration::from_millis(20);
 
-/// What a sink's storage does: write linked records durably, in order, all or nothing.
+/// Most records taken from the channel before they are written.
+const CHUNK: usize = 256;
+
+/// What a sink's storage does: write linked records in order into an open unit of work, and
+/// make everything written since the last commit durable, all or nothing.
 pub(crate) trait Backend: Send + 'static {
-    /// Writes one batch: each record with its body (see [`crate::audit::chain::body`]).
-    fn append(&mut self, batch: &[(AuditRecord, String)]) -> Result<(), AuditError>;
+    /// Writes records (each with its body, see [`crate::audit::chain::body`]) into the open
+    /// unit of work, opening one if need be.
+    fn write(&mut self, batch: &[(AuditRecord, String)]) -> Result<(), AuditError>;
+    /// Makes the open unit durable.
+    fn commit(&mut self) -> Result<(), AuditError>;
+    /// Drops the open unit (after a failed write or commit).
+    fn rollback(&mut self);
 }
 
 enum Msg {
@@ -91,38 +102,52 @@ impl Drop for Writer {
 }
 
 fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
+    // Records written into the open unit but not committed, kept to retry after a failure,
+    // and the chain as it was when the unit opened.
+    let mut open: Vec<AuditRecord> = Vec::new();
+    let mut open_since = Instant::now();
+    let mut chain_at_open = chain.clone();
     let mut pending: Vec<AuditRecord> = Vec::new();
     let mut waiters = Vec::new();
     loop {
-        let mut closed = match rx.recv() {
-            Ok(first) => {
-                take(first, &mut pending, &mut waiters);
-                false
-            }
-            Err(_) => true,
-        };
-        // Nothing is promised before a flush, so gather records until one is asked for (or
-        // the batch is full, or a short linger passes): a batch of calls then costs one or
-        // a few transactions instead of one per record.
-        let until = Instant::now() + LINGER;
-        while !closed && waiters.is_empty() && pending.len() < MAX_BATCH {
-            let left = until.saturating_duration_since(Instant::now());
+        // Block for the next message; while a unit is open, only until it must be committed.
+        let mut closed = false;
+        let first = if open.is_empty() {
+            rx.recv().map_err(|_| ())
+        } else {
+            let left = (open_since + LINGER).saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
-                Ok(m) => take(m, &mut pending, &mut waiters),
-                Err(mpsc::RecvTimeoutError::Timeout) => break,
-                Err(mpsc::RecvTimeoutError::Disconnected) => closed = true,
+                Ok(m) => Ok(m),
+                Err(mpsc::RecvTimeoutError::Timeout) => Err(()),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    closed = true;
+                    Err(())
+                }
             }
+        };
+        match first {
+            Ok(m) => take(m, &mut pending, &mut waiters),
+            Err(()) if open.is_empty() => closed = true,
+            Err(()) => {}
         }
-        while pending.len() < MAX_BATCH {
+        while pending.len() < CHUNK {
             match rx.try_recv() {
                 Ok(m) => take(m, &mut pending, &mut waiters),
-                Err(_) => break,
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    closed = true;
+                    break;
+                }
             }
         }
-        let outcome = if pending.is_empty() {
-            Ok(())
-        } else {
-            let saved = chain.clone();
+        // Write what arrived now, while the calls go on: the work is done off the hot
+        // path and in parallel with it; only the commit waits for a flush.
+        let mut outcome = Ok(());
+        if !pending.is_empty() {
+            if open.is_empty() {
+                open_since = Instant::now();
+                chain_at_open = chain.clone();
+            }
             let batch: Vec<(AuditRecord, String)> = pending
                 .drain(..)
                 .map(|mut r| {
@@ -130,21 +155,34 @@ fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
                     (r, body)
                 })
                 .collect();
-            match backend.append(&batch) {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    // Keep the records and the chain as they were: the next round retries.
-                    tracing::error!(target: "tooljig::audit", error = %e, records = batch.len(), "audit write failed; will retry");
-                    chain = saved;
-                    pending = batch.into_iter().map(|(r, _)| r).collect();
-                    Err(e)
-                }
-            }
-        };
-        for w in waiters.drain(..) {
-            let _ = w.send(outcome.clone());
+            outcome = backend.write(&batch);
+            open.extend(batch.into_iter().map(|(r, _)| r));
         }
-        if closed && (pending.is_empty() || outcome.is_err()) {
+        // Nothing is promised before a flush: commit when one is asked for, when the unit
+        // is large, when it has been open for a while, or when the sink closes.
+        let due = !waiters.is_empty()
+            || open.len() >= MAX_BATCH
+            || open_since.elapsed() >= LINGER
+            || closed;
+        if outcome.is_ok() && due && !open.is_empty() {
+            outcome = backend.commit();
+            if outcome.is_ok() {
+                open.clear();
+            }
+        }
+        if let Err(e) = &outcome {
+            // Keep the records and the chain as they were: the next round writes them again.
+            tracing::error!(target: "tooljig::audit", error = %e, records = open.len(), "audit write failed; will retry");
+            backend.rollback();
+            chain = chain_at_open.clone();
+            pending = std::mem::take(&mut open);
+        }
+        if due || outcome.is_err() {
+            for w in waiters.drain(..) {
+                let _ = w.send(outcome.clone());
+            }
+        }
+        if closed && ((open.is_empty() && pending.is_empty()) || outcome.is_err()) {
             return;
         }
     }
