@@ -463,7 +463,9 @@ impl Batch {
             arguments: node.arguments,
             repaired: node.repaired,
             caller: self.caller.clone(),
-            cancel: self.cancel.child_token(),
+            // The batch's own token: nothing cancels one job alone, and a child per job
+            // cost an allocation and two locks of the batch token per call.
+            cancel: self.cancel.clone(),
             batch_start: self.start,
             events: self.events.clone(),
             host: self.host.clone(),

@@ -11,7 +11,7 @@ use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::registry::{RegisteredTool, Snapshot};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The key that marks a reference to an earlier result inside arguments.
@@ -62,7 +62,6 @@ impl Plan {
         limits: &Limits,
         max_calls: Option<usize>,
     ) -> Plan {
-        let mut seen = HashSet::new();
         for (i, call) in calls.iter_mut().enumerate() {
             if call.id.is_empty() {
                 call.id = format!("call_{i}");
@@ -87,7 +86,8 @@ impl Plan {
                 )))
             };
             explicit.push(Vec::new());
-            if !seen.insert(call.id.clone()) {
+            // `index` holds each id's first call: any other call with that id is a duplicate.
+            if index.get(&call.id) != Some(&i) {
                 entries.push(refuse(
                     ErrorCode::InvalidRequest,
                     format!("call id {:?} is used twice in this batch", call.id),
