@@ -192,8 +192,8 @@ async fn guard(job: &mut Job, result: &mut CallResult, guarded: &mut Guarded) ->
             return false;
         }
     };
-    let fingerprint = hash_value(&job.arguments);
     if let Some(k) = &first_key {
+        let fingerprint = hash_value(&job.arguments);
         match idempotency::peek(store, k, &fingerprint, result).await {
             Ok(true) => return false,
             Ok(false) => {}
@@ -241,7 +241,7 @@ async fn guard(job: &mut Job, result: &mut CallResult, guarded: &mut Guarded) ->
                     result.approval = Some(Box::new(ApprovalInfo {
                         id: None,
                         status: ApprovalStatus::Approved,
-                        arguments_hash: fingerprint.clone(),
+                        arguments_hash: hash_value(&job.arguments),
                         risk: policy.risk,
                         requested_by: caller.principal.clone(),
                         expires_at_ms: None,

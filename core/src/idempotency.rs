@@ -98,6 +98,9 @@ pub fn key_for(
     arguments: &Value,
     explicit: Option<&str>,
 ) -> Result<Option<String>, ToolError> {
+    if policy.idempotency.mode == IdempotencyMode::Off {
+        return Ok(None);
+    }
     let scope = json!({"tool": tool, "tenant": caller.tenant, "principal": caller.principal});
     match policy.idempotency.mode {
         IdempotencyMode::Off => Ok(None),

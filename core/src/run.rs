@@ -446,6 +446,10 @@ async fn persist(
         .iter()
         .any(|r| r.status == CallStatus::Done && !r.envelope.is_ok());
 
+    // A run nobody will read again is not built: the record clones every result.
+    if !(durable.explicit_store || pending || compensable || options.atomic || prior.is_some()) {
+        return (out, None);
+    }
     let (mut record, expect) = match prior {
         Some((rec, version)) => (rec, Expect::Version(version)),
         None => {
