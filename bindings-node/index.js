@@ -842,5 +842,6 @@ module.exports.JsEngine = nativeBinding.JsEngine
 module.exports.NativeStream = nativeBinding.NativeStream
 module.exports.JsStream = nativeBinding.JsStream
 module.exports.buildProfile = nativeBinding.buildProfile
+module.exports.coreFloorUs = nativeBinding.coreFloorUs
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.unexpectedMessage = nativeBinding.unexpectedMessage

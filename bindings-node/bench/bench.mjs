@@ -1,9 +1,11 @@
 // Per-call overhead of a 1,000-call batch, side by side in one run:
 //   tooljig with a sync handler, tooljig with a Promise handler,
-//   plain Promise.all + ajv validation + object envelopes (the hand-written floor),
+//   plain Promise.all + ajv validation + object envelopes (hand-written, no orchestration at all),
 //   the Vercel AI SDK 6 executing the same tools (zod schemas) from a mock model's response.
 // Every path gets the same 1,000 calls with JSON-string arguments, as a model sends them, and
-// trivial handlers, so wall time / 1,000 is the per-call cost of the machinery.
+// trivial handlers, so wall time / 1,000 is the per-call cost of the machinery. The core floor
+// (`coreFloorUs`: the same workload through a Rust no-op handler) separates the core's own cost
+// from what the binding adds.
 //
 // Run: `node bench/bench.mjs` (builds the release addon first with the install script's
 // `cargo build --release`; `--no-build` to skip when it is already built).
@@ -25,7 +27,8 @@ if (!process.argv.includes('--no-build')) {
 }
 
 const { Engine, tool } = await import('../lib/index.mjs')
-const { buildProfile } = await import('../lib/native.mjs')
+const native = (await import('../index.js')).default
+const { buildProfile } = native
 if (buildProfile() !== 'release') {
   console.error('bench: the loaded addon is a debug build; run without --no-build (release only)')
   process.exit(1)
@@ -108,13 +111,17 @@ for (let rep = 0; rep < REPS; rep++) {
   }
 }
 
+// The core alone on the same runtime (a Rust no-op handler): what the binding adds is the rest.
+const floor = await native.coreFloorUs(CALLS, REPS)
 const ai = median(samples.get('Vercel AI SDK 6 generateText (mock model)'))
 console.log(`\n${CALLS} calls per batch, ${REPS} interleaved reps, median µs per call; node ${process.version}, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'})\n`)
-console.log('| path | µs per call (median) | p10–p90 | AI SDK / this |')
-console.log('|---|---:|---:|---:|')
+console.log('| path | µs per call (median) | p10–p90 | AI SDK / this | above the core floor |')
+console.log('|---|---:|---:|---:|---:|')
 for (const [name] of paths) {
   const xs = [...samples.get(name)].sort((a, b) => a - b)
   const m = median(xs)
   const p = (q) => xs[Math.min(xs.length - 1, Math.floor(q * xs.length))].toFixed(1)
-  console.log(`| ${name} | ${m.toFixed(1)} | ${p(0.1)}–${p(0.9)} | ${(ai / m).toFixed(2)}x |`)
+  const above = name.startsWith('tooljig') ? `${(m - floor).toFixed(1)}` : ''
+  console.log(`| ${name} | ${m.toFixed(1)} | ${p(0.1)}–${p(0.9)} | ${(ai / m).toFixed(2)}x | ${above} |`)
 }
+console.log(`| core floor: Rust no-op handler, same workload, same runtime | ${floor.toFixed(1)} | | ${(ai / floor).toFixed(2)}x | 0 |`)

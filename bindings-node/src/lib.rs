@@ -17,6 +17,7 @@
 //! - `events.rs`: `NativeStream`, the events of a batch pulled from JavaScript;
 //! - `cancel.rs`: `NativeCancel`, cancellation from an `AbortSignal`;
 //! - `keys.rs`: the camelCase ↔ snake_case rule at the JS edge;
+//! - `floor.rs`: the core's own per-call cost, the benchmark's floor;
 //! - `error.rs`: registration mistakes as `{code, message}` problems.
 
 mod cancel;
@@ -24,6 +25,7 @@ mod dispatcher;
 mod engine;
 mod error;
 mod events;
+mod floor;
 mod handler;
 mod keys;
 mod outcome;
