@@ -23,7 +23,7 @@ use tooljig::{
 /// `run_sync` and `stream`.
 #[pyclass(name = "Engine", module = "tooljig._native", frozen)]
 pub struct PyEngine {
-    inner: Arc<Engine>,
+    pub(crate) inner: Arc<Engine>,
 }
 
 #[pymethods]

@@ -9,6 +9,7 @@
 //! (decorator, schemas from type hints, `run`, `run_sync`, `stream`) is
 //! `python/tooljig/`.
 
+pub mod agent;
 pub mod batch;
 pub mod caller;
 pub mod context;
@@ -19,8 +20,10 @@ pub mod events;
 pub mod handler;
 pub mod host;
 pub mod outcome;
+pub mod providers;
 pub mod results;
 pub mod runtime;
+pub mod stream;
 pub mod workers;
 
 use pyo3::prelude::*;
@@ -49,6 +52,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<caller::PyCaller>()?;
     m.add_class::<context::PyToolContext>()?;
     m.add_function(wrap_pyfunction!(shutdown, m)?)?;
+    agent::register(m)?;
+    providers::register(m)?;
+    stream::register(m)?;
     m.add("ERROR_CODES", error_codes())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

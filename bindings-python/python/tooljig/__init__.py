@@ -38,10 +38,14 @@ from tooljig.errors import (
     UnsupportedTypeError,
 )
 from tooljig.policy import Retry
+from tooljig.agent import Agent, AgentState, HttpModel, ModelClient, ModelError, RunOutcome, ScriptedModel
+from tooljig.providers import Provider, ProviderError
+from tooljig.stream import StreamParser, UiMessageStream
 
 __version__: str = _native.__version__
 
 __all__ = [
+    "Agent", "AgentState", "HttpModel", "ModelClient", "ModelError", "Provider", "ProviderError", "RunOutcome", "ScriptedModel", "StreamParser", "UiMessageStream",  # issue 7
     "BatchResult",
     "Call",
     "CallResult",

@@ -16,6 +16,23 @@ __all__ = [
     "ToolContext",
     "__version__",
     "shutdown",
+    # providers, streaming, the agent loop
+    "Agent",
+    "AgentRun",
+    "AgentState",
+    "Emit",
+    "JsonProtocol",
+    "Model",
+    "Provider",
+    "StreamParser",
+    "UI_MESSAGE_STREAM_HEADERS",
+    "UiMessageStream",
+    "drop_strict_nulls",
+    "format_results",
+    "into_batch",
+    "parse_stream",
+    "to_strict",
+    "to_ui_message_stream",
 ]
 
 ERROR_CODES: Final[list[str]]
@@ -193,3 +210,180 @@ class ToolContext:
     def caller(self) -> Caller: ...
     @property
     def cancelled(self) -> bool: ...
+
+# --- providers (src/providers.rs) ---------------------------------------------------------
+
+@final
+class Provider:
+    """One model API's wire format."""
+
+    def __new__(
+        cls,
+        name: str,
+        *,
+        strict: bool = False,
+        sequential_tool_calls: bool = False,
+        openapi_schema: bool = False,
+    ) -> Provider: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def strict(self) -> bool: ...
+    def tools(self, specs: Sequence[Mapping[str, Any]], strict: bool | None = None) -> list[dict[str, Any]]: ...
+    def request(self, request: Mapping[str, Any]) -> dict[str, Any]: ...
+    def parse_response(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
+    def messages(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]: ...
+    def parse_messages(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]: ...
+    def tool_results(self, results: Sequence[CallResult | Mapping[str, Any]]) -> list[dict[str, Any]]: ...
+
+@final
+class JsonProtocol:
+    """Seed 002's JSON-structured tool protocol."""
+
+    def __new__(cls, options: Mapping[str, Any] | None = None) -> JsonProtocol: ...
+    @property
+    def options(self) -> dict[str, Any]: ...
+    def response_schema(self, specs: Sequence[Mapping[str, Any]]) -> dict[str, Any]: ...
+    def prompt(self, specs: Sequence[Mapping[str, Any]]) -> str: ...
+    def parse(self, text: str) -> dict[str, Any]: ...
+
+def into_batch(turn: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[CallResult]]: ...
+def drop_strict_nulls(turn: Mapping[str, Any], specs: Sequence[Mapping[str, Any]]) -> dict[str, Any]: ...
+def to_strict(schema: Mapping[str, Any]) -> dict[str, Any]: ...
+def format_results(results: Sequence[CallResult | Mapping[str, Any]]) -> str: ...
+
+# --- streaming (src/stream.rs) ------------------------------------------------------------
+
+UI_MESSAGE_STREAM_HEADERS: Final[list[tuple[str, str]]]
+
+@final
+class StreamParser:
+    """Parses one provider's server-sent-event stream incrementally."""
+
+    def __new__(cls, provider: str) -> StreamParser: ...
+    @property
+    def provider(self) -> str: ...
+    def push(self, data: bytes | bytearray | memoryview | str) -> list[dict[str, Any]]: ...
+    def finish(self) -> tuple[list[dict[str, Any]], dict[str, Any]]: ...
+
+def parse_stream(
+    provider: str, data: bytes | bytearray | memoryview | str
+) -> tuple[list[dict[str, Any]], dict[str, Any]]: ...
+
+@final
+class UiMessageStream:
+    """Writes one assistant message's Vercel AI SDK UI message stream."""
+
+    def __new__(cls, message_id: str) -> UiMessageStream: ...
+    def chunks(self, event: Mapping[str, Any]) -> list[dict[str, Any]]: ...
+    def encode(self, event: Mapping[str, Any]) -> str: ...
+    def done(self) -> str: ...
+
+def to_ui_message_stream(message_id: str, events: Sequence[Mapping[str, Any]]) -> str: ...
+
+# --- the agent loop (src/agent.rs) --------------------------------------------------------
+
+@final
+class Emit:
+    """Streams a model's events to the run."""
+
+    def __call__(self, event: Mapping[str, Any]) -> None: ...
+    @property
+    def streaming(self) -> bool: ...
+
+@final
+class Model:
+    """A model the agent can call."""
+
+    @staticmethod
+    def callable(name: str, invoke: Callable[[dict[str, Any], Emit], Any]) -> Model: ...
+    @staticmethod
+    def scripted(
+        name: str,
+        steps: Sequence[Mapping[str, Any]],
+        *,
+        streaming: bool = False,
+        then_forever: Mapping[str, Any] | None = None,
+    ) -> Model: ...
+    @staticmethod
+    def http(
+        provider: str,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        stream: bool | None = None,
+        strict: bool = False,
+        timeout_ms: int | None = None,
+        connect_timeout_ms: int | None = None,
+        max_retries: int | None = None,
+        initial_backoff_ms: int | None = None,
+        max_backoff_ms: int | None = None,
+    ) -> Model: ...
+    @staticmethod
+    def fallback(
+        models: Sequence[Model], *, threshold: int | None = None, cooldown_ms: int | None = None
+    ) -> Model: ...
+    @property
+    def name(self) -> str: ...
+    def requests(self) -> list[dict[str, Any]]: ...
+    def remaining(self) -> int: ...
+    def breakers(self) -> list[dict[str, Any]]: ...
+
+@final
+class AgentState:
+    """A conversation run's state."""
+
+    def __new__(cls, message: str | None = None, *, messages: Sequence[Mapping[str, Any]] | None = None) -> AgentState: ...
+    def to_json(self) -> str: ...
+    @staticmethod
+    def from_json(text: str) -> AgentState: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def messages(self) -> list[dict[str, Any]]: ...
+    @property
+    def status(self) -> dict[str, Any]: ...
+    @property
+    def counters(self) -> dict[str, Any]: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def running(self) -> bool: ...
+
+@final
+class AgentRun:
+    """A run started by ``Agent.start``."""
+
+    @property
+    def result(self) -> asyncio.Future[dict[str, Any]]: ...
+    def next_events(self) -> asyncio.Future[list[dict[str, Any]]]: ...
+    def cancel(self) -> None: ...
+
+@final
+class Agent:
+    """Drives conversations over an engine's tools."""
+
+    def __new__(
+        cls,
+        engine: Engine,
+        model: Model,
+        *,
+        responder: Model | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> Agent: ...
+    @property
+    def options(self) -> dict[str, Any]: ...
+    def start(
+        self,
+        state: AgentState,
+        op: str,
+        *,
+        message: str | None = None,
+        results: Sequence[CallResult | Mapping[str, Any]] | None = None,
+        caller: Caller | Mapping[str, Any] | None = None,
+        mode: str | None = None,
+        events: bool = False,
+    ) -> AgentRun: ...

@@ -48,6 +48,7 @@ pub struct Agent {
     planner: Arc<dyn ModelClient>,
     responder: Option<Arc<dyn ModelClient>>,
     options: AgentOptions,
+    host: Option<crate::handler::HostData>,
 }
 
 /// What one pass of the loop works with.
@@ -82,7 +83,15 @@ impl Agent {
             planner: model,
             responder: None,
             options: AgentOptions::default(),
+            host: None,
         }
+    }
+
+    /// Hands `host` to every handler of the run's batches as [`crate::ToolContext::host`]:
+    /// how a binding's handlers find the event loop of the code that started the run.
+    pub fn host(mut self, host: crate::handler::HostData) -> Self {
+        self.host = Some(host);
+        self
     }
 
     /// A different model for the passes after the tools ran (seed 000: a small planner, a
@@ -634,6 +643,7 @@ impl Agent {
                 deadline_ms,
                 max_calls: Some(max_calls),
                 events: Some(tx),
+                host: self.host.clone(),
                 ..Default::default()
             };
             let run = self.engine.run(calls, ctx.caller.clone(), options);
