@@ -4,12 +4,18 @@
 //! user's results never reach another) and the canonical form of the final arguments (after
 //! hidden arguments and resolvers), so key order and whitespace do not matter. Only `ok`
 //! envelopes are stored; a hit reports `cached: true` and the handler does not run.
+//!
+//! (moka was tried first: under a stream of fresh keys its concurrent table spent most of
+//! its time rehashing; a mutex over an LRU map costs far less at the rates an engine sees.)
 
 use crate::caller::Caller;
 use crate::handler::BoxFuture;
+use lru::LruCache;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt::Write as _;
+use std::num::NonZeroUsize;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Whose calls may share cached results.
@@ -115,32 +121,25 @@ pub trait ResultCache: Send + Sync + 'static {
     fn put(&self, key: String, data: Value, ttl: Duration) -> BoxFuture<()>;
 }
 
-#[derive(Clone)]
 struct Entry {
     data: Value,
-    ttl: Duration,
-}
-
-struct PerEntryTtl;
-
-impl moka::Expiry<String, Entry> for PerEntryTtl {
-    fn expire_after_create(&self, _key: &String, value: &Entry, _now: Instant) -> Option<Duration> {
-        Some(value.ttl)
-    }
+    expires: Instant,
 }
 
 /// Default bound on the in-process cache, in entries.
-pub const DEFAULT_CAPACITY: u64 = 10_000;
+pub const DEFAULT_CAPACITY: usize = 10_000;
 
-/// An in-process cache (moka: bounded, TinyLFU eviction, per-entry time to live).
+/// An in-process cache: least-recently-used eviction (the `lru` crate) under one mutex, each
+/// entry with its own expiry. The critical section is a hash lookup, so one lock serves
+/// thousands of calls per millisecond.
 pub struct InProcessCache {
-    entries: moka::sync::Cache<String, Entry>,
+    entries: Mutex<LruCache<String, Entry>>,
 }
 
 impl std::fmt::Debug for InProcessCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InProcessCache")
-            .field("entries", &self.entries.entry_count())
+            .field("entries", &self.lock().len())
             .finish()
     }
 }
@@ -153,23 +152,34 @@ impl Default for InProcessCache {
 
 impl InProcessCache {
     /// A cache holding at most `capacity` results.
-    pub fn with_capacity(capacity: u64) -> Self {
+    pub fn with_capacity(capacity: usize) -> Self {
+        let capacity = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
         InProcessCache {
-            entries: moka::sync::Cache::builder()
-                .max_capacity(capacity)
-                .expire_after(PerEntryTtl)
-                .build(),
+            entries: Mutex::new(LruCache::new(capacity)),
         }
     }
 
-    /// The fresh data under `key`, synchronously.
-    pub fn lookup(&self, key: &str) -> Option<Value> {
-        self.entries.get(key).map(|e| e.data)
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Stores `data`, synchronously.
+    /// The fresh data under `key`, synchronously; an expired entry is dropped.
+    pub fn lookup(&self, key: &str) -> Option<Value> {
+        let mut entries = self.lock();
+        match entries.get(key) {
+            Some(e) if e.expires > Instant::now() => Some(e.data.clone()),
+            Some(_) => {
+                entries.pop(key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Stores `data`, synchronously, evicting the least recently used entry when full.
     pub fn store(&self, key: String, data: Value, ttl: Duration) {
-        self.entries.insert(key, Entry { data, ttl });
+        let expires = Instant::now() + ttl;
+        self.lock().put(key, Entry { data, expires });
     }
 }
 

@@ -41,7 +41,6 @@ CREATE TABLE IF NOT EXISTS audit_log (
 );
 CREATE INDEX IF NOT EXISTS audit_log_principal ON audit_log (principal, time_ms);
 CREATE INDEX IF NOT EXISTS audit_log_tool ON audit_log (tool, time_ms);
-CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log (time_ms);
 ";
 
 const COLUMNS: &str = "seq, time_ms, principal, tenant, tool, call_id, outcome, code, hash, record";
