@@ -9,6 +9,45 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** An agent over an engine and its models. */
+export declare class NativeAgent {
+  /**
+   * An agent whose planner is `planner` and, when given, a different `responder`.
+   * `options`: `{system, limits: {maxSteps, maxToolCallsPerStep, maxToolCallsPerRun,
+   * deadlineMs, tokenBudget, batchDeadlineMs}, mode, responderTools, protocol, maxTokens,
+   * temperature, concurrency}`.
+   */
+  constructor(engine: JsEngine, planner: JsModel, responder?: JsModel | undefined | null, options?: any | undefined | null)
+  /** A new conversation state (core JSON text) whose first user message is `message`. */
+  static newState(message: string): string
+  /** A state over an existing neutral conversation (camelCase or snake_case keys). */
+  static stateFromMessages(messages: any): string
+  /**
+   * The state's fields for reading (camelCase keys): `runId`, `messages`, `status`,
+   * `counters`, `answer`, ...
+   */
+  static stateView(state: string): any
+  /**
+   * Starts a run. `action`: `run`, `send` (`input`: the user's message), `resume`, or
+   * `resumeWithResults` (`input`: the results as JSON text, as `Engine.run` gives them).
+   * `state`: the core's state JSON; `options`: `{caller, mode}` as JSON text.
+   */
+  start(action: string, state: string, input?: string | undefined | null, options?: string | undefined | null): JsAgentRun
+}
+export type JsAgent = NativeAgent
+
+/** The events and the end of one agent run. */
+export declare class NativeAgentRun {
+  /** The next events as JSON array text (camelCase keys), or null once the run has ended. */
+  next(): Promise<string | null>
+  /**
+   * How the run ended, as JSON text: `{outcome, state}` (`state`: the core's state JSON)
+   * or `{error: {code, message}}` when a resume was refused.
+   */
+  result(): Promise<string>
+}
+export type JsAgentRun = NativeAgentRun
+
 /** A cancellation switch for one batch. */
 export declare class NativeCancel {
   /** A switch that has not fired. */
@@ -69,6 +108,89 @@ export declare class NativeEngine {
 }
 export type JsEngine = NativeEngine
 
+/** Builds a fallback chain: models are added in order, then `build` makes the model. */
+export declare class NativeFallback {
+  /** An empty chain. */
+  constructor()
+  /** Adds the next model to fall back to. */
+  add(model: NativeModel): void
+  /**
+   * The chain as a model: `threshold` failures in a row open a model's breaker for
+   * `cooldownMs`.
+   */
+  build(threshold?: number | undefined | null, cooldownMs?: number | undefined | null): NativeModel
+}
+export type JsFallback = NativeFallback
+
+/** A model the agent can call. */
+export declare class NativeModel {
+  /**
+   * A model over the JS layer's wrapper of an app function, called through
+   * `dispatch(text)` like handlers are.
+   */
+  static fromFunction(name: string, dispatch: (arg: string) => void): NativeModel
+  /**
+   * One of the core's HTTP clients: `kind` is `openai_compatible`, `openai_responses`,
+   * `anthropic` or `gemini`; `options`: `{baseUrl, apiKey, apiKeyEnv, timeoutMs,
+   * connectTimeoutMs, maxRetries, initialBackoffMs, maxBackoffMs, stream, strict}`.
+   */
+  static http(kind: string, model: string, options?: any | undefined | null): NativeModel
+  /**
+   * A model that answers from a script: `steps` is `[{turn} | {error: {kind, message}}]`;
+   * `streaming` streams each turn as a provider would; `forever` (a turn) answers every
+   * request after the script.
+   */
+  static scripted(name: string, steps: Array<any>, streaming?: boolean | undefined | null, forever?: any | undefined | null): NativeModel
+  /** The model's name (`openai:gpt-4o-mini`, the function's name, ...). */
+  get name(): string
+  /**
+   * Asks the model once: resolves with the turn as JSON text (camelCase keys); rejects
+   * with `ModelError: <json>` when it fails.
+   */
+  respond(request: any): Promise<string>
+  /**
+   * Breaker states of a fallback chain (`[{model, state, consecutiveFailures, successes,
+   * failures}]`); null for other models.
+   */
+  status(): any
+  /** Every request a scripted model received, in order; null for other models. */
+  requests(): any
+  /** Delivers the settlements of the function model's JS wrapper. */
+  settle(settled: string): void
+  /**
+   * Events a function model emits while it answers (a JSON array text, camelCase keys), for
+   * the call whose request carried `stream`. Returns false once that call has ended or was
+   * not streamed (the events are dropped).
+   */
+  emit(stream: number, events: string): boolean
+}
+export type JsModel = NativeModel
+
+/** One provider's wire format. */
+export declare class NativeProvider {
+  /** The format of `name` with `options` (`{strict, sequentialToolCalls, openapiSchema}`). */
+  constructor(name: string, options?: any | undefined | null)
+  /** The request's tool definitions for these specs. */
+  tools(specs: any): any
+  /**
+   * The whole request body for a neutral request (`{model, messages, tools, toolChoice,
+   * maxTokens, temperature, stream, responseSchema}`).
+   */
+  request(request: any): any
+  /**
+   * A non-streamed response body as a model turn; throws `ProviderError: ...` when it is
+   * not in the provider's format.
+   */
+  parseResponse(body: any): any
+  /** The conversation in the provider's shape. */
+  messages(messages: any): any
+  /** A conversation in the provider's shape as neutral messages. */
+  parseMessages(messages: Array<any>): any
+  /** The exact messages or blocks to append after a batch (`Engine.run`'s results). */
+  toolResults(results: any): any
+}
+export type JsProvider = NativeProvider
+
 /** The events and the final result of a running batch. */
 export declare class NativeStream {
   /** The next events as JSON array text, or null once the batch has finished. */
@@ -77,6 +199,42 @@ export declare class NativeStream {
   result(): Promise<string>
 }
 export type JsStream = NativeStream
+
+/** Parses one provider's stream incrementally. */
+export declare class NativeStreamParser {
+  /**
+   * A parser for `provider`'s stream (`openai_chat`, `openai_responses`, `anthropic`,
+   * `gemini`).
+   */
+  constructor(provider: string)
+  /**
+   * Feeds bytes (a Buffer or text) in any split; returns the events they complete.
+   * Throws `ProviderError: ...` on an error event of the provider.
+   */
+  push(bytes: Buffer | string): any
+  /**
+   * Ends the stream: `{events, turn}` (the last events, calls left incomplete among them,
+   * and the whole turn).
+   */
+  finish(): any
+}
+export type JsStreamParser = NativeStreamParser
+
+/** Writes one assistant message's UI message stream. */
+export declare class NativeUiMessageStream {
+  /** A writer for the assistant message `messageId`. */
+  constructor(messageId: string)
+  /**
+   * The server-sent-event frames of one tooljig event (camelCase keys, as the agent and
+   * the stream parser give them).
+   */
+  encode(event: any): string
+  /** The UI chunks of one event, as objects (for apps that frame them themselves). */
+  chunks(event: any): any
+  /** Closes the stream: the frames that end open parts, then `data: [DONE]`. */
+  done(): string
+}
+export type JsUiMessageStream = NativeUiMessageStream
 
 /** `"release"` or `"debug"`: how the addon was compiled (benchmarks refuse debug builds). */
 export declare function buildProfile(): string
@@ -98,6 +256,30 @@ export interface ErrorCodeInfo {
 /** Every error code of the core, in declaration order, with its default retryability. */
 export declare function errorCodes(): Array<ErrorCodeInfo>
 
+/** Every result of a batch as one message for the model. */
+export declare function jsonProtocolFormatResults(results: any): string
+
+/**
+ * A JSON-protocol answer parsed into a batch: `{plan: {calls, reasoning, repaired}}`, or
+ * `{error: {code, message}}` when it is not a plan.
+ */
+export declare function jsonProtocolParse(options: any | undefined | null, text: string): any
+
+/** The system-prompt text describing these tools for the JSON protocol. */
+export declare function jsonProtocolPrompt(options: any | undefined | null, specs: any): string
+
+/** The JSON Schema of a JSON-protocol answer for these tools. */
+export declare function jsonProtocolResponseSchema(options: any | undefined | null, specs: any): any
+
+/** The turn with the `null`s of OpenAI strict mode removed from optional fields. */
+export declare function modelTurnDropStrictNulls(turn: any, specs: any): any
+
+/**
+ * A model turn's calls to run, and the refusals of calls cut off mid-arguments:
+ * `{calls, refused}`.
+ */
+export declare function modelTurnIntoBatch(turn: any): any
+
 /** Why a registration was refused. */
 export interface RegistrationProblem {
   /**
@@ -108,6 +290,15 @@ export interface RegistrationProblem {
   /** What is wrong, naming the tool. */
   message: string
 }
+
+/** A tool's input schema rewritten for OpenAI strict mode; throws why when it cannot be. */
+export declare function toStrict(schema: any): any
+
+/** A whole run's events as one UI message stream. */
+export declare function toUiMessageStream(messageId: string, events: Array<any>): string
+
+/** The response headers of a UI message stream. */
+export declare function uiMessageStreamHeaders(): any
 
 /** The message a model sees for an unexpected handler failure (the detail stays on the result). */
 export declare function unexpectedMessage(): string

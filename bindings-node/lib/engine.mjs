@@ -32,6 +32,9 @@ function callsText(calls) {
   return JSON.stringify(calls)
 }
 
+/** The native half of an `Engine`, for the agent loop (`agent.mjs`); set in the class body. */
+export let nativeEngine
+
 /**
  * Runs tool calls: registers tools, then runs batches of calls in dependency order and in
  * parallel, each call ending as an envelope. Handlers run on this thread, orchestrated by Rust.
@@ -39,6 +42,10 @@ function callsText(calls) {
 export class Engine {
   #dispatcher = new Dispatcher()
   #native
+
+  static {
+    nativeEngine = (engine) => (engine instanceof Engine ? engine.#native : null)
+  }
 
   /**
    * @param {object} [options] `limits` (`{maxArgumentBytes, maxDepth}`), `schemaResources`

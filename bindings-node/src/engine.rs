@@ -269,6 +269,11 @@ fn audit_failed(e: AuditError) -> napi::Error {
 }
 
 impl JsEngine {
+    /// The core engine, for the agent loop (`agent.rs`).
+    pub(crate) fn core(&self) -> Arc<Engine> {
+        self.engine.clone()
+    }
+
     fn audit_sink(&self) -> napi::Result<Arc<dyn AuditSink>> {
         self.engine.audit().cloned().ok_or_else(|| {
             napi::Error::new(

@@ -18,8 +18,11 @@
 //! - `cancel.rs`: `NativeCancel`, cancellation from an `AbortSignal`;
 //! - `keys.rs`: the camelCase ↔ snake_case rule at the JS edge;
 //! - `floor.rs`: the core's own per-call cost, the benchmark's floor;
-//! - `error.rs`: registration mistakes as `{code, message}` problems.
+//! - `error.rs`: registration mistakes as `{code, message}` problems;
+//! - `providers.rs`, `stream.rs`, `model.rs`, `agent.rs`, `neutral.rs`: provider formats,
+//!   streams, models and the agent loop (issue 7), with the casing rule of neutral types.
 
+mod agent;
 mod cancel;
 mod dispatcher;
 mod engine;
@@ -28,9 +31,13 @@ mod events;
 mod floor;
 mod handler;
 mod keys;
+mod model;
+mod neutral;
 mod outcome;
 mod policy_hook;
+mod providers;
 mod resolver;
+mod stream;
 
 use napi_derive::napi;
 

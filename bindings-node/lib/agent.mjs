@@ -1,0 +1,330 @@
+// The agent loop: the idiomatic face of `src/agent.rs` and `src/model.rs`. Models (a JS
+// function over the app's own SDK, the core's HTTP clients, a fallback chain, a script),
+// the conversation state, and `Agent`, whose runs are awaited for their outcome and iterated
+// (`for await`) for their events.
+import native from '../index.js'
+import { Dispatcher } from './dispatch.mjs'
+import { nativeEngine } from './engine.mjs'
+import { ToolError } from './errors.mjs'
+
+const { NativeAgent, NativeFallback, NativeModel } = native
+
+/** Kinds of model failure; they decide retries and fallbacks. */
+export const MODEL_ERROR_KINDS = Object.freeze([
+  'rate_limited', 'server', 'timeout', 'network', 'auth', 'invalid_request', 'bad_response', 'circuit_open', 'other',
+])
+
+/** A failed model call. A model function throws one to say what kind of failure it was. */
+export class ModelError extends Error {
+  /**
+   * @param {string} kind one of `MODEL_ERROR_KINDS`
+   * @param {string} message
+   * @param {{status?: number, retryAfterMs?: number, cause?: unknown}} [options]
+   */
+  constructor(kind, message, options = {}) {
+    if (!MODEL_ERROR_KINDS.includes(kind)) throw new TypeError(`unknown model error kind ${JSON.stringify(kind)}; expected one of ${MODEL_ERROR_KINDS.join(', ')}`)
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'ModelError'
+    this.kind = kind
+    this.status = options.status
+    this.retryAfterMs = options.retryAfterMs
+  }
+}
+
+/** The kind of an HTTP status, as the core's HTTP clients decide it. */
+function kindOfStatus(status) {
+  if (status === 429) return 'rate_limited'
+  if (status === 401 || status === 403) return 'auth'
+  if (status === 408) return 'timeout'
+  if (status >= 500) return 'server'
+  return 'invalid_request'
+}
+
+/** What the core reads of a model function's failure. SDK errors with a `status` keep it. */
+function failureOf(e) {
+  if (e instanceof ModelError) return { kind: e.kind, message: e.message, status: e.status, retryAfterMs: e.retryAfterMs }
+  const status = Number.isInteger(e?.status) ? e.status : undefined
+  const message = e instanceof Error ? (e.stack ?? `${e.name}: ${e.message}`) : `a non-Error value was thrown: ${String(e)}`
+  return { kind: status === undefined ? 'other' : kindOfStatus(status), message, status }
+}
+
+/** A turn from what a model function returned: a string is a text answer; `finishReason` is inferred when missing. */
+function turnOf(value) {
+  if (typeof value === 'string') return { content: value, finishReason: 'stop' }
+  if (value === null || typeof value !== 'object') throw new TypeError(`a model function must return a turn ({content, toolCalls}) or a string, got ${value === null ? 'null' : typeof value}`)
+  const turn = { ...value }
+  turn.toolCalls ??= []
+  turn.finishReason ??= turn.toolCalls.length > 0 ? 'tool_calls' : 'stop'
+  return turn
+}
+
+const wrap = Symbol('tooljig.model')
+
+/** A model the agent can call. Build one with `Model.fromFunction`, `HttpModel`, `FallbackChain` or `ScriptedModel`. */
+export class Model {
+  #native
+
+  constructor(token, nativeModel) {
+    if (token !== wrap) throw new TypeError('use Model.fromFunction, HttpModel.*, new FallbackChain or new ScriptedModel')
+    this.#native = nativeModel
+  }
+
+  /**
+   * A model over the app's own SDK: `fn(request, emit)` answers a neutral request
+   * (`{model, messages, tools, toolChoice, maxTokens, temperature, stream, responseSchema}`)
+   * with a turn (`{content, toolCalls: [{id, name, arguments}], finishReason, usage}`) or a
+   * string. While it answers it may `emit(...events)` stream events (`{type: 'text_delta',
+   * delta}`, ...) for the run's consumers; events are dropped when nobody streams. Throwing a
+   * `ModelError` says what kind of failure it was (an error with an HTTP `status` is
+   * classified by it); anything else is `other`.
+   * @param {(request: object, emit: (...events: object[]) => boolean) => unknown} fn
+   * @param {{name?: string}} [options]
+   */
+  static fromFunction(fn, { name } = {}) {
+    if (typeof fn !== 'function') throw new TypeError('a model must be a function (request, emit) => turn')
+    const dispatcher = new Dispatcher()
+    const nativeModel = NativeModel.fromFunction(name ?? (fn.name || 'function'), dispatcher.dispatch)
+    dispatcher.native = nativeModel
+    dispatcher.resolvers.push(async ({ request, stream }) => {
+      const emit = (...events) => (stream === null ? false : nativeModel.emit(stream, JSON.stringify(events.flat())))
+      try {
+        return { turn: turnOf(await fn(request, emit)) }
+      } catch (e) {
+        return { error: failureOf(e) }
+      }
+    })
+    return new Model(wrap, nativeModel)
+  }
+
+  /** The model's name. */
+  get name() {
+    return this.#native.name
+  }
+
+  /** Asks the model once (no tools run): resolves with its turn; rejects with a `ModelError`. */
+  async respond(request) {
+    try {
+      return JSON.parse(await this.#native.respond(request))
+    } catch (e) {
+      const m = typeof e?.message === 'string' ? e.message : ''
+      if (!m.startsWith('ModelError: ')) throw e
+      const f = JSON.parse(m.slice('ModelError: '.length))
+      throw new ModelError(f.kind, f.message, { status: f.status, retryAfterMs: f.retryAfterMs, cause: e })
+    }
+  }
+
+  /** @internal the native model, for `Agent` and `FallbackChain`. */
+  static native(model) {
+    if (!(model instanceof Model)) throw new TypeError('expected a tooljig Model')
+    return model.#native
+  }
+}
+
+/**
+ * The core's HTTP clients (streaming, timeouts, retries with backoff on 429 and 5xx, API key
+ * from the environment). Options: `{baseUrl, apiKey, apiKeyEnv, timeoutMs, connectTimeoutMs,
+ * maxRetries, initialBackoffMs, maxBackoffMs, stream, strict}`.
+ */
+export const HttpModel = Object.freeze({
+  /** Chat Completions at OpenAI (`OPENAI_API_KEY`) or any compatible server (`baseUrl`: Ollama, vLLM, llama.cpp). */
+  openaiCompatible: (model, options) => new Model(wrap, NativeModel.http('openai_compatible', model, options ?? null)),
+  /** OpenAI Responses (`OPENAI_API_KEY`). */
+  openaiResponses: (model, options) => new Model(wrap, NativeModel.http('openai_responses', model, options ?? null)),
+  /** Anthropic Messages (`ANTHROPIC_API_KEY`). */
+  anthropic: (model, options) => new Model(wrap, NativeModel.http('anthropic', model, options ?? null)),
+  /** Gemini (`GEMINI_API_KEY`). */
+  gemini: (model, options) => new Model(wrap, NativeModel.http('gemini', model, options ?? null)),
+})
+
+/**
+ * Models behind circuit breakers: a request goes to the first model whose breaker is closed,
+ * and on failure on to the next. `threshold` failures in a row open a breaker for `cooldownMs`.
+ */
+export class FallbackChain extends Model {
+  /** @param {Model[]} models @param {{threshold?: number, cooldownMs?: number}} [options] */
+  constructor(models, { threshold, cooldownMs } = {}) {
+    const builder = new NativeFallback()
+    for (const m of models) builder.add(Model.native(m))
+    super(wrap, builder.build(threshold ?? null, cooldownMs ?? null))
+  }
+
+  /** Each model's breaker: `{model, state, consecutiveFailures, successes, failures}`. */
+  status() {
+    return Model.native(this).status()
+  }
+}
+
+/**
+ * A model that plays back a script, for tests and examples: each step is a turn (or a
+ * string: a text answer) or `{error: {kind, message}}`.
+ */
+export class ScriptedModel extends Model {
+  /** @param {Array<object | string>} steps @param {{name?: string, streaming?: boolean, forever?: object}} [options] */
+  constructor(steps, { name = 'scripted', streaming = false, forever } = {}) {
+    const script = steps.map((s) => (s !== null && typeof s === 'object' && 'error' in s ? { error: s.error } : { turn: turnOf(s) }))
+    super(wrap, NativeModel.scripted(name, script, streaming, forever === undefined ? null : turnOf(forever)))
+  }
+
+  /** Every request received, in order. */
+  requests() {
+    return Model.native(this).requests()
+  }
+}
+
+/**
+ * A conversation run's state. `JSON.stringify(state)` stores it (the core's own format, the
+ * same the Python binding stores); `AgentState.fromJSON` reads it back, maybe in another
+ * process, to resume a suspended run.
+ */
+export class AgentState {
+  #text
+
+  /** A new run whose first user message is `message`. */
+  constructor(message = '') {
+    this.#text = NativeAgent.newState(String(message))
+  }
+
+  /** A run over an existing neutral conversation (`[{role, content, toolCalls?, results?}]`). */
+  static fromMessages(messages) {
+    const s = new AgentState()
+    s.#text = NativeAgent.stateFromMessages(messages)
+    return s
+  }
+
+  /** A state stored with `JSON.stringify(state)` (text, or the parsed object). */
+  static fromJSON(stored) {
+    const text = typeof stored === 'string' ? stored : JSON.stringify(stored)
+    NativeAgent.stateView(text)
+    const s = new AgentState()
+    s.#text = text
+    return s
+  }
+
+  /** The stored form (the core's JSON, as an object). */
+  toJSON() {
+    return JSON.parse(this.#text)
+  }
+
+  /** Every field, camelCase: `{runId, messages, status, counters, answer, suspended, ...}`. */
+  view() {
+    return NativeAgent.stateView(this.#text)
+  }
+
+  get runId() {
+    return this.view().runId
+  }
+
+  /** The neutral conversation so far. */
+  get messages() {
+    return this.view().messages
+  }
+
+  /** Where the run stands: `{status: 'idle' | 'finished' | 'needs_input' | 'suspended', ...}`. */
+  get status() {
+    return this.view().status
+  }
+
+  /** The run's counters. */
+  get counters() {
+    return this.view().counters
+  }
+
+  /** @internal */
+  static text(state) {
+    if (!(state instanceof AgentState)) throw new TypeError('expected an AgentState')
+    return state.#text
+  }
+
+  /** @internal */
+  static update(state, text) {
+    state.#text = text
+  }
+}
+
+/** The events of one run (`for await`) and its outcome (`await run`, or `run.outcome`). */
+class AgentRun {
+  #native
+
+  constructor(nativeRun, state) {
+    this.#native = nativeRun
+    this.outcome = nativeRun.result().then((text) => {
+      const done = JSON.parse(text)
+      if (done.error) {
+        const { code, message, retryable, ...details } = done.error
+        throw new ToolError(code, message, { retryable, details })
+      }
+      AgentState.update(state, done.state)
+      return done.outcome
+    })
+    // Iterating only the events must not leave an unhandled rejection behind.
+    this.outcome.catch(() => {})
+  }
+
+  then(resolve, reject) {
+    return this.outcome.then(resolve, reject)
+  }
+
+  async *[Symbol.asyncIterator]() {
+    for (;;) {
+      const text = await this.#native.next()
+      if (text === null) return
+      yield* JSON.parse(text)
+    }
+  }
+}
+
+function runOptions(options) {
+  if (options === undefined || options === null) return null
+  if (typeof options !== 'object') throw new TypeError('run options must be an object ({caller, mode})')
+  return JSON.stringify(options)
+}
+
+/**
+ * Planner → executor → responder over an engine's tools, until the model answers in text or
+ * a limit ends the run (always with an answer). `options`: `{responder, system, limits:
+ * {maxSteps, maxToolCallsPerStep, maxToolCallsPerRun, deadlineMs, tokenBudget,
+ * batchDeadlineMs}, mode: 'act_first' | 'talk_first' | 'auto', responderTools, protocol:
+ * 'native' | {json: {shape, dependencies, reasoning, maxCalls}}, maxTokens, temperature,
+ * concurrency}`. The responder may also be the third argument.
+ */
+export class Agent {
+  #native
+
+  constructor(engine, model, responder = undefined, options = undefined) {
+    if (!(responder instanceof Model)) {
+      options = responder
+      responder = options?.responder
+    }
+    const { responder: _ignored, ...rest } = options ?? {}
+    const nativeEng = nativeEngine(engine)
+    if (!nativeEng) throw new TypeError('Agent needs a tooljig Engine')
+    this.#native = new NativeAgent(nativeEng, Model.native(model), responder ? Model.native(responder) : null, rest)
+  }
+
+  #start(action, state, input, options) {
+    return new AgentRun(this.#native.start(action, AgentState.text(state), input, runOptions(options)), state)
+  }
+
+  /**
+   * Runs the conversation in `state` (ending with a user message). `options`: `{caller,
+   * mode}`. Await it for the outcome `{status, answer, counters}`; iterate it for events.
+   */
+  run(state, options = undefined) {
+    return this.#start('run', state, null, options)
+  }
+
+  /** Adds the user's message (a new request, or the answer to a question) and runs. */
+  send(state, message, options = undefined) {
+    return this.#start('send', state, String(message), options)
+  }
+
+  /** Continues a suspended run once its calls were settled through the engine. */
+  resume(state, options = undefined) {
+    return this.#start('resume', state, null, options)
+  }
+
+  /** Continues a suspended run with results the app obtained itself (`{callId, tool, status, envelope}` each). */
+  resumeWithResults(state, results, options = undefined) {
+    return this.#start('resumeWithResults', state, JSON.stringify(results), options)
+  }
+}

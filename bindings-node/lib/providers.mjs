@@ -1,0 +1,162 @@
+// Provider formats: the idiomatic face of `src/providers.rs`. Pure functions: neutral values
+// (messages, turns, requests) use camelCase keys; provider-shaped values pass as they are.
+import native from '../index.js'
+import { ToolError } from './errors.mjs'
+
+const { NativeProvider } = native
+
+/** A provider's response or stream that is not in its format (or an error event it sent). */
+export class ProviderError extends Error {
+  constructor(message, options) {
+    super(message, options)
+    this.name = 'ProviderError'
+  }
+}
+
+/** Rethrows the addon's `ProviderError: ...` failures as `ProviderError`s. */
+export function providerCall(fn) {
+  try {
+    return fn()
+  } catch (e) {
+    const m = typeof e?.message === 'string' ? e.message : ''
+    if (m.startsWith('ProviderError: ')) throw new ProviderError(m.slice('ProviderError: '.length), { cause: e })
+    throw e
+  }
+}
+
+/** The providers tooljig speaks, by wire name. */
+export const PROVIDERS = Object.freeze(['openai_chat', 'openai_responses', 'anthropic', 'gemini'])
+
+/**
+ * One provider's wire format: tool definitions, request bodies, responses, conversations and
+ * tool results in OpenAI Chat, OpenAI Responses, Anthropic Messages or Gemini shape.
+ */
+export class Provider {
+  #options
+  #native
+  #strict = null
+
+  /**
+   * @param {string} name `openai_chat`, `openai_responses`, `anthropic` or `gemini`
+   * @param {{strict?: boolean, sequentialToolCalls?: boolean, openapiSchema?: boolean}} [options]
+   */
+  constructor(name, options = {}) {
+    this.name = name
+    this.#options = { ...options }
+    this.#native = new NativeProvider(name, this.#options)
+  }
+
+  static openaiChat(options) {
+    return new Provider('openai_chat', options)
+  }
+
+  static openaiResponses(options) {
+    return new Provider('openai_responses', options)
+  }
+
+  static anthropic(options) {
+    return new Provider('anthropic', options)
+  }
+
+  static gemini(options) {
+    return new Provider('gemini', options)
+  }
+
+  /**
+   * The request's tool definitions for these specs (`engine.specs(caller)`). `strict`
+   * (OpenAI formats) overrides the provider's option: schemas converted for strict mode.
+   */
+  tools(specs, strict = undefined) {
+    if (strict === undefined || Boolean(strict) === Boolean(this.#options.strict)) return this.#native.tools(specs)
+    this.#strict ??= new NativeProvider(this.name, { ...this.#options, strict: Boolean(strict) })
+    return this.#strict.tools(specs)
+  }
+
+  /** The whole request body for `{model, messages, tools, toolChoice, maxTokens, temperature, stream, responseSchema}`. */
+  request(request) {
+    return this.#native.request(request)
+  }
+
+  /** A non-streamed response body as a model turn; throws a `ProviderError` when malformed. */
+  parseResponse(body) {
+    return providerCall(() => this.#native.parseResponse(body))
+  }
+
+  /** Neutral messages in the provider's shape. */
+  messages(messages) {
+    return this.#native.messages(messages)
+  }
+
+  /** The provider's messages (an app's own history) as neutral messages. */
+  parseMessages(messages) {
+    return providerCall(() => this.#native.parseMessages(messages))
+  }
+
+  /** The exact messages or blocks to append after running a batch (`engine.run`'s results). */
+  toolResults(results) {
+    return this.#native.toolResults(Array.isArray(results) ? results : results.results)
+  }
+}
+
+/** Helpers over a model turn (`{content, toolCalls, finishReason, usage, ...}`). */
+export const ModelTurn = Object.freeze({
+  /**
+   * The calls to run (`engine.run(calls)`), and the refusals (`incomplete_arguments`) of
+   * calls whose arguments were cut off, which must never run.
+   * @returns {{calls: object[], refused: object[]}}
+   */
+  intoBatch(turn) {
+    return native.modelTurnIntoBatch(turn)
+  },
+  /** The turn without the nulls OpenAI strict mode made the model send for optional fields. */
+  dropStrictNulls(turn, specs) {
+    return native.modelTurnDropStrictNulls(turn, specs)
+  },
+})
+
+/** A tool's input schema rewritten for OpenAI strict mode; throws a TypeError saying why it cannot be. */
+export function toStrict(schema) {
+  try {
+    return native.toStrict(schema)
+  } catch (e) {
+    throw new TypeError(e.message, { cause: e })
+  }
+}
+
+/**
+ * Seed 002's JSON-structured tool calling, for models whose native tool calling is missing
+ * or poor. Options: `{shape: 'per_tool' | 'flat', dependencies, reasoning, maxCalls}`.
+ */
+export class JsonProtocol {
+  constructor(options = {}) {
+    this.options = { ...options }
+  }
+
+  /** The JSON Schema of the model's answer. */
+  responseSchema(specs) {
+    return native.jsonProtocolResponseSchema(this.options, specs)
+  }
+
+  /** The system-prompt text describing the tools. */
+  prompt(specs) {
+    return native.jsonProtocolPrompt(this.options, specs)
+  }
+
+  /**
+   * The model's answer (repaired when slightly broken) as a plan `{calls, reasoning,
+   * repaired}`; throws a `ToolError` (`malformed_arguments`) when it is not one.
+   */
+  parse(text) {
+    const out = native.jsonProtocolParse(this.options, String(text))
+    if (out.error) {
+      const { code, message, retryable, ...details } = out.error
+      throw new ToolError(code, message, { retryable, details })
+    }
+    return out.plan
+  }
+
+  /** Every result of a batch as one message for the model. */
+  formatResults(results) {
+    return native.jsonProtocolFormatResults(Array.isArray(results) ? results : results.results)
+  }
+}

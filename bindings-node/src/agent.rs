@@ -1,0 +1,218 @@
+//! `NativeAgent`: the core's agent loop (planner → executor → responder) for JavaScript.
+//!
+//! A run takes the conversation state as the core's own JSON (`AgentState::to_json`, the same
+//! text the Python binding stores, so a run suspended in one can resume in the other) and
+//! hands back the new state beside the outcome. Its events are pulled by the JS layer's async
+//! iterator from `NativeAgentRun`, a burst at a time, like a batch's.
+
+use crate::engine::JsEngine;
+use crate::keys;
+use crate::model::JsModel;
+use crate::neutral::{invalid, js, parse};
+use napi::bindgen_prelude::PromiseRaw;
+use napi::{Env, Status};
+use napi_derive::napi;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+use tokio::sync::oneshot;
+use tooljig::agent::{Agent, AgentOptions, AgentState, Mode};
+use tooljig::stream::StreamEvent;
+use tooljig::{CallResult, Caller};
+
+/// An agent over an engine and its models.
+#[napi(js_name = "NativeAgent")]
+pub struct JsAgent {
+    agent: Arc<Agent>,
+}
+
+/// What a run call does.
+enum Action {
+    Run,
+    Send(String),
+    Resume,
+    ResumeWithResults(Vec<CallResult>),
+}
+
+#[napi]
+impl JsAgent {
+    /// An agent whose planner is `planner` and, when given, a different `responder`.
+    /// `options`: `{system, limits: {maxSteps, maxToolCallsPerStep, maxToolCallsPerRun,
+    /// deadlineMs, tokenBudget, batchDeadlineMs}, mode, responderTools, protocol, maxTokens,
+    /// temperature, concurrency}`.
+    #[napi(constructor)]
+    pub fn new(
+        engine: &JsEngine,
+        planner: &JsModel,
+        responder: Option<&JsModel>,
+        options: Option<Value>,
+    ) -> napi::Result<Self> {
+        let options: AgentOptions = match options {
+            None | Some(Value::Null) => AgentOptions::default(),
+            Some(o) => parse("agent options", o)?,
+        };
+        let mut agent = Agent::new(engine.core(), planner.client.clone()).options(options);
+        if let Some(r) = responder {
+            agent = agent.responder(r.client.clone());
+        }
+        Ok(JsAgent {
+            agent: Arc::new(agent),
+        })
+    }
+
+    /// A new conversation state (core JSON text) whose first user message is `message`.
+    #[napi]
+    pub fn new_state(message: String) -> String {
+        AgentState::new(message).to_json()
+    }
+
+    /// A state over an existing neutral conversation (camelCase or snake_case keys).
+    #[napi]
+    pub fn state_from_messages(messages: Value) -> napi::Result<String> {
+        Ok(AgentState::from_messages(parse("messages", messages)?).to_json())
+    }
+
+    /// The state's fields for reading (camelCase keys): `runId`, `messages`, `status`,
+    /// `counters`, `answer`, ...
+    #[napi]
+    pub fn state_view(state: String) -> napi::Result<Value> {
+        let state = AgentState::from_json(&state).map_err(|e| invalid("agent state", e))?;
+        Ok(js(&state))
+    }
+
+    /// Starts a run. `action`: `run`, `send` (`input`: the user's message), `resume`, or
+    /// `resumeWithResults` (`input`: the results as JSON text, as `Engine.run` gives them).
+    /// `state`: the core's state JSON; `options`: `{caller, mode}` as JSON text.
+    #[napi]
+    pub fn start(
+        &self,
+        action: String,
+        state: String,
+        input: Option<String>,
+        options: Option<String>,
+    ) -> napi::Result<JsAgentRun> {
+        let mut state = AgentState::from_json(&state).map_err(|e| invalid("agent state", e))?;
+        let action = match (action.as_str(), input) {
+            ("run", _) => Action::Run,
+            ("send", Some(message)) => Action::Send(message),
+            ("resume", _) => Action::Resume,
+            ("resumeWithResults", Some(results)) => {
+                let v: Value = serde_json::from_str(&results).map_err(|e| invalid("results", e))?;
+                Action::ResumeWithResults(parse("results", v)?)
+            }
+            (other, _) => {
+                return Err(invalid(
+                    "agent action",
+                    format!("{other:?} (send and resumeWithResults need their input)"),
+                ));
+            }
+        };
+        let (caller, mode) = run_options(options)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (done_tx, done_rx) = oneshot::channel();
+        let agent = self.agent.clone();
+        napi::bindgen_prelude::spawn(async move {
+            let events = Some(tx);
+            let out = match action {
+                Action::Run => Ok(agent.run_with_mode(&mut state, &caller, events, mode).await),
+                Action::Send(m) => {
+                    state.messages.push(tooljig::providers::Message::user(m));
+                    Ok(agent.run_with_mode(&mut state, &caller, events, mode).await)
+                }
+                Action::Resume => agent.resume(&mut state, &caller, events).await,
+                Action::ResumeWithResults(r) => {
+                    agent
+                        .resume_with_results(&mut state, r, &caller, events)
+                        .await
+                }
+            };
+            let done = match out {
+                Ok(outcome) => json!({"outcome": js(&outcome), "state": state.to_json()}),
+                Err(e) => json!({"error": serde_json::to_value(&e).unwrap_or(Value::Null)}),
+            };
+            let _ = done_tx.send(done.to_string());
+        });
+        Ok(JsAgentRun {
+            events: Arc::new(tokio::sync::Mutex::new(rx)),
+            done: Mutex::new(Some(done_rx)),
+        })
+    }
+}
+
+/// The caller and the turn's mode of a run.
+fn run_options(options: Option<String>) -> napi::Result<(Caller, Option<Mode>)> {
+    let Some(text) = options else {
+        return Ok((Caller::default(), None));
+    };
+    let mut o: serde_json::Map<String, Value> =
+        serde_json::from_str(&text).map_err(|e| invalid("run options", e))?;
+    let caller = match o.remove("caller") {
+        None | Some(Value::Null) => Caller::default(),
+        Some(c) => serde_json::from_value(keys::rename(c, keys::snake, &[]))
+            .map_err(|e| invalid("options.caller", e))?,
+    };
+    let mode = match o.remove("mode") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(m)) => Some(
+            serde_json::from_value(Value::String(keys::snake(&m)))
+                .map_err(|e| invalid("options.mode", e))?,
+        ),
+        Some(other) => return Err(invalid("options.mode", format!("{other}"))),
+    };
+    if let Some(k) = o.keys().next() {
+        return Err(invalid(
+            "run options",
+            format!("unknown option {k:?}; expected caller, mode"),
+        ));
+    }
+    Ok((caller, mode))
+}
+
+/// The events and the end of one agent run.
+#[napi(js_name = "NativeAgentRun")]
+pub struct JsAgentRun {
+    events: Arc<tokio::sync::Mutex<UnboundedReceiver<StreamEvent>>>,
+    done: Mutex<Option<oneshot::Receiver<String>>>,
+}
+
+#[napi]
+impl JsAgentRun {
+    /// The next events as JSON array text (camelCase keys), or null once the run has ended.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<String>>> {
+        let events = self.events.clone();
+        env.spawn_future(async move {
+            let mut rx = events.lock().await;
+            let Some(first) = rx.recv().await else {
+                return Ok(None);
+            };
+            let mut out = vec![js(&first)];
+            while let Ok(e) = rx.try_recv() {
+                out.push(js(&e));
+            }
+            Ok(Some(Value::Array(out).to_string()))
+        })
+    }
+
+    /// How the run ended, as JSON text: `{outcome, state}` (`state`: the core's state JSON)
+    /// or `{error: {code, message}}` when a resume was refused.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn result<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, String>> {
+        let done = self
+            .done
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| {
+                napi::Error::new(Status::GenericFailure, "result() was already taken")
+            })?;
+        env.spawn_future(async move {
+            done.await.map_err(|e| {
+                napi::Error::new(
+                    Status::GenericFailure,
+                    format!("the agent run ended without a result: {e}"),
+                )
+            })
+        })
+    }
+}
