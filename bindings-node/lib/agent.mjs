@@ -6,6 +6,7 @@ import native from '../index.js'
 import { Dispatcher } from './dispatch.mjs'
 import { nativeEngine } from './engine.mjs'
 import { ToolError } from './errors.mjs'
+import { callResults } from './providers.mjs'
 
 const { NativeAgent, NativeFallback, NativeModel } = native
 
@@ -325,6 +326,6 @@ export class Agent {
 
   /** Continues a suspended run with results the app obtained itself (`{callId, tool, status, envelope}` each). */
   resumeWithResults(state, results, options = undefined) {
-    return this.#start('resumeWithResults', state, JSON.stringify(results), options)
+    return this.#start('resumeWithResults', state, JSON.stringify(callResults(results)), options)
   }
 }

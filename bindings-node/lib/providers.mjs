@@ -24,6 +24,16 @@ export function providerCall(fn) {
   }
 }
 
+/**
+ * Call results as the core reads them: `engine.run`'s results pass as they are; a result the
+ * app made itself needs only `{callId, tool, envelope}` (`status` defaults to `done`).
+ */
+export function callResults(results) {
+  const list = Array.isArray(results) ? results : results?.results
+  if (!Array.isArray(list)) throw new TypeError('expected call results (an array, or a batch with results)')
+  return list.map((r) => ({ status: 'done', attempts: 1, repaired: false, replayed: false, cached: false, finishedUs: 0, durationUs: 0, ...r }))
+}
+
 /** The providers tooljig speaks, by wire name. */
 export const PROVIDERS = Object.freeze(['openai_chat', 'openai_responses', 'anthropic', 'gemini'])
 
@@ -94,7 +104,7 @@ export class Provider {
 
   /** The exact messages or blocks to append after running a batch (`engine.run`'s results). */
   toolResults(results) {
-    return this.#native.toolResults(Array.isArray(results) ? results : results.results)
+    return this.#native.toolResults(callResults(results))
   }
 }
 
@@ -157,6 +167,6 @@ export class JsonProtocol {
 
   /** Every result of a batch as one message for the model. */
   formatResults(results) {
-    return native.jsonProtocolFormatResults(Array.isArray(results) ? results : results.results)
+    return native.jsonProtocolFormatResults(callResults(results))
   }
 }
