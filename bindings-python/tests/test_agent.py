@@ -1,0 +1,294 @@
+"""The agent loop through the binding: Python models (async and sync) over Python tools,
+multi-round with parallel calls, needs → question → answer, the step limit's final answer,
+streamed events, fallbacks, saved state, and the HTTP client against a local server."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import tooljig
+from tooljig.agent import (
+    Agent,
+    AgentState,
+    Emit,
+    FallbackChain,
+    HttpModel,
+    ModelClient,
+    ModelError,
+    ScriptedModel,
+)
+from tooljig.stream import UiMessageStream
+from test_stream import corpus
+
+
+def travel_engine(log: list[str]) -> tooljig.Engine:
+    engine = tooljig.Engine()
+
+    @engine.tool
+    async def get_weather(city: str) -> dict[str, Any]:
+        """Weather for a city."""
+        log.append(f"weather:{city}")
+        await asyncio.sleep(0.01)
+        return {"city": city, "temp_c": {"Oslo": 4, "Rome": 19}.get(city, 10)}
+
+    @engine.tool
+    def schedule_meeting(person: str, duration_min: int | None = None) -> dict[str, Any]:
+        """Schedules a meeting."""
+        if duration_min is None:
+            raise tooljig.Needs("duration_min")
+        log.append(f"meeting:{person}:{duration_min}")
+        return {"scheduled": True, "person": person, "duration_min": duration_min}
+
+    return engine
+
+
+def last_tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    tools = [m for m in request["messages"] if m["role"] == "tool"]
+    return tools[-1]["results"] if tools else []
+
+
+def test_multi_round_with_parallel_calls_and_an_async_python_model() -> None:
+    log: list[str] = []
+    requests: list[dict[str, Any]] = []
+
+    async def model(request: dict[str, Any], emit: Emit) -> Any:
+        requests.append(request)
+        await asyncio.sleep(0)
+        round_ = sum(1 for m in request["messages"] if m["role"] == "assistant")
+        if round_ == 0:
+            return {
+                "tool_calls": [
+                    {"id": "c1", "name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                    {"id": "c2", "name": "get_weather", "arguments": {"city": "Rome"}},
+                ]
+            }
+        if round_ == 1:
+            temps = {r["envelope"]["data"]["city"]: r["envelope"]["data"]["temp_c"] for r in last_tool_results(request)}
+            warmer = max(temps, key=lambda c: temps[c])
+            return {"tool_calls": [{"id": "c3", "name": "schedule_meeting", "arguments": {"person": warmer, "duration_min": 30}}]}
+        return f"Met in the warmer city: {last_tool_results(request)[0]['envelope']['data']['person']}."
+
+    agent = Agent(travel_engine(log), ModelClient(model), options={"system": "Be brief."})
+    state = AgentState("Which city is warmer? Meet there.")
+    out = agent.run_sync(state)
+    assert (out.status, out.reason) == ("finished", "answered")
+    assert out.answer == "Met in the warmer city: Rome."
+    assert sorted(log[:2]) == ["weather:Oslo", "weather:Rome"]
+    assert log[2] == "meeting:Rome:30"
+    assert out.counters["tool_calls"] == 3 and out.counters["tool_successes"] == 3
+    assert requests[0]["tools"] and requests[0]["messages"][0] == {"role": "system", "content": "Be brief."}
+    # The state was updated in place: the whole conversation, results in call order.
+    roles = [m["role"] for m in state.messages]
+    assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [r["call_id"] for r in state.messages[2]["results"]] == ["c1", "c2"]
+    assert state.answer == out.answer
+
+
+def test_needs_becomes_a_question_and_the_answer_continues_the_run() -> None:
+    log: list[str] = []
+
+    def model(request: dict[str, Any], emit: Emit) -> Any:
+        # A sync model (an SDK that blocks): it runs on a worker thread.
+        users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+        results = last_tool_results(request)
+        if results and results[-1]["envelope"].get("ok") and request["messages"][-1]["role"] == "tool":
+            return "Scheduled 45 minutes with Dana."
+        if len(users) == 1:
+            return {"tool_calls": [{"id": "m1", "name": "schedule_meeting", "arguments": {"person": "Dana"}}]}
+        return {"tool_calls": [{"id": "m2", "name": "schedule_meeting", "arguments": {"person": "Dana", "duration_min": 45}}]}
+
+    agent = Agent(travel_engine(log), ModelClient(model, name="planner"))
+    state = AgentState("Set a meeting with Dana")
+    out = agent.run_sync(state)
+    assert out.status == "needs_input"
+    assert out.needs[0]["tool"] == "schedule_meeting" and out.needs[0]["fields"] == ["duration_min"]
+    assert out.answer.endswith("?")
+    assert log == []
+    # The run survives a trip through JSON, as a web app would store it between requests.
+    state = AgentState.from_json(state.to_json())
+    out = agent.send_sync(state, "45 minutes")
+    assert (out.status, out.reason) == ("finished", "answered")
+    assert log == ["meeting:Dana:45"]
+    assert out.answer == "Scheduled 45 minutes with Dana."
+    assert out.counters["needs_loops"] >= 1
+
+
+def test_a_model_that_never_stops_gets_a_final_answer_at_the_step_limit() -> None:
+    log: list[str] = []
+    offered: list[bool] = []
+
+    def looper(request: dict[str, Any], emit: Emit) -> Any:
+        tools_allowed = bool(request["tools"]) and request["tool_choice"] != "none"
+        offered.append(tools_allowed)
+        if tools_allowed:
+            n = len(offered)
+            return {"tool_calls": [{"id": f"w{n}", "name": "get_weather", "arguments": {"city": "Oslo"}}]}
+        return "I checked Oslo's weather several times: 4°C."
+
+    model = ModelClient(looper)
+    agent = Agent(travel_engine(log), model, options={"limits": {"max_steps": 3}})
+    out = agent.run_sync(AgentState("Weather?"))
+    assert (out.status, out.reason) == ("finished", "step_limit")
+    assert out.answer == "I checked Oslo's weather several times: 4°C."
+    assert offered[-1] is False and offered[:3] == [True, True, True]
+    assert len(log) == 3
+    assert out.counters["steps"] <= 3
+    with pytest.raises(tooljig.InvalidInputError, match="unknown field"):
+        Agent(travel_engine(log), model, options={"limits": {"max_stepz": 1}})
+
+
+def test_events_stream_as_they_happen_and_serve_the_ui_stream() -> None:
+    log: list[str] = []
+    model = ScriptedModel(
+        "m",
+        [
+            {"tool_calls": [{"id": "c1", "name": "get_weather", "arguments": '{"city": "Oslo"}'}]},
+            "It is 4°C in Oslo.",
+        ],
+        streaming=True,
+    )
+    agent = Agent(travel_engine(log), model)
+
+    async def main() -> tuple[list[dict[str, Any]], tooljig.RunOutcome]:
+        stream = agent.stream(AgentState(), "Weather in Oslo?")
+        events = [e async for e in stream]
+        return events, stream.outcome
+
+    events, outcome = asyncio.run(main())
+    types = [e["type"] for e in events]
+    assert types[0] == "start" and types[-1] == "finish"
+    assert types.index("tool_input_available") < types.index("tool_output_available") < types.index("text_delta")
+    assert "".join(e["delta"] for e in events if e["type"] == "text_delta") == "It is 4°C in Oslo."
+    assert outcome.answer == "It is 4°C in Oslo."
+    ui = UiMessageStream("msg")
+    body = "".join(ui.encode(e) for e in events) + ui.done()
+    assert '"type":"tool-output-available"' in body and body.endswith("data: [DONE]\n\n")
+
+
+def test_a_python_model_can_stream_through_emit() -> None:
+    async def model(request: dict[str, Any], emit: Emit) -> Any:
+        assert emit.streaming
+        for piece in ("Hel", "lo"):
+            emit({"type": "text_delta", "delta": piece})
+        return "Hello"
+
+    agent = Agent(tooljig.Engine(), ModelClient(model), options={"mode": "talk_first"})
+
+    async def main() -> list[dict[str, Any]]:
+        return [e async for e in agent.stream(AgentState(), "hi")]
+
+    deltas = [e["delta"] for e in asyncio.run(main()) if e["type"] == "text_delta"]
+    assert "".join(deltas) == "Hello"
+
+
+def test_fallback_moves_on_after_model_errors_and_a_failing_model_still_answers() -> None:
+    calls = {"n": 0}
+
+    def flaky(request: dict[str, Any], emit: Emit) -> Any:
+        calls["n"] += 1
+        raise ModelError("server", "overloaded", status=529)
+
+    backup = ScriptedModel("backup", ["From the backup."])
+    chain = FallbackChain([ModelClient(flaky, name="flaky"), backup], threshold=1, cooldown_ms=60_000)
+    out = Agent(tooljig.Engine(), chain).run_sync(AgentState("hi"))
+    assert out.answer == "From the backup."
+    assert calls["n"] == 1
+    breakers = chain.breakers()
+    assert breakers[0]["model"] == "flaky" and breakers[0]["state"] == "open"
+
+    def broken(request: dict[str, Any], emit: Emit) -> Any:
+        raise RuntimeError("the SDK blew up")
+
+    out = Agent(tooljig.Engine(), ModelClient(broken)).run_sync(AgentState("hi"))
+    assert (out.status, out.reason) == ("finished", "model_failed")
+    assert out.counters["model_failures"] >= 1
+
+
+def test_misuse_is_a_clear_error() -> None:
+    agent = Agent(tooljig.Engine(), ScriptedModel("m", ["ok"]))
+    with pytest.raises(tooljig.InvalidInputError, match="not suspended"):
+        agent.resume_with_results_sync(AgentState("hi"), [])
+    with pytest.raises(tooljig.InvalidInputError):
+        AgentState.from_json("{broken")
+    with pytest.raises(ValueError, match="unknown model error kind"):
+        ModelError("teapot", "no")
+
+    async def in_loop() -> None:
+        with pytest.raises(RuntimeError, match="cannot be called from a running event loop"):
+            agent.run_sync(AgentState("hi"))
+
+    asyncio.run(in_loop())
+
+
+# --- the HTTP client against a local server replaying a recorded stream ------------------
+
+
+@pytest.fixture
+def replay_server() -> Iterator[tuple[str, list[dict[str, Any]], list[bytes]]]:
+    """A local Chat Completions endpoint: answers each POST with the next queued body (SSE
+    bytes, or a 429 first when queued as b"429")."""
+    bodies: list[bytes] = []
+    seen: list[dict[str, Any]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            length = int(self.headers.get("content-length", "0"))
+            seen.append(json.loads(self.rfile.read(length)))
+            body = bodies.pop(0)
+            if body == b"429":
+                self.send_response(429)
+                self.send_header("retry-after-ms", "10")
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+                return
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen, bodies
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_model_replays_a_recorded_stream_after_a_429(
+    replay_server: tuple[str, list[dict[str, Any]], list[bytes]],
+) -> None:
+    url, seen, bodies = replay_server
+    recorded = None
+    for path in sorted(corpus("wire/openai-chat-sse").glob("*.bin")):
+        data = path.read_bytes()
+        try:
+            _, turn = tooljig.stream.parse_stream("openai_chat", data)
+        except tooljig.ProviderError:
+            continue
+        if turn["content"] and not turn["tool_calls"]:
+            recorded = (data, turn["content"])
+            break
+    if recorded is None:
+        pytest.skip("no recorded text-only Chat Completions stream in this corpus sample")
+    data, text = recorded
+    bodies.extend([b"429", data])
+    model = HttpModel.openai_compatible("gpt-test", base_url=url, api_key="test-key", max_retries=2, initial_backoff_ms=5)
+    out = Agent(tooljig.Engine(), model).run_sync(AgentState("hello"))
+    assert (out.status, out.reason) == ("finished", "answered")
+    assert out.answer == text
+    assert len(seen) == 2
+    assert seen[1]["model"] == "gpt-test" and seen[1]["messages"][-1] == {"role": "user", "content": "hello"}
