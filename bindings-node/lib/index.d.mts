@@ -367,3 +367,8 @@ export type RegistrationErrorCode =
 export declare class RegistrationError extends Error {
   readonly code: RegistrationErrorCode
 }
+
+// Providers, streams and the agent loop (issue 7).
+export * from './providers.mjs'
+export * from './stream.mjs'
+export * from './agent.mjs'
