@@ -141,10 +141,13 @@ type Keyed = Gcra<
 /// Checks between two sweeps of idle keys.
 const SWEEP_EVERY: u64 = 4096;
 
+/// One limiter per (tool, limit).
+type Limiters = HashMap<(Arc<str>, RateLimit), Arc<Keyed>>;
+
 /// GCRA budgets in this process, one `governor` keyed limiter per (tool, limit).
 #[derive(Default)]
 pub struct InProcessLimiter {
-    limiters: RwLock<HashMap<(Arc<str>, RateLimit), Arc<Keyed>>>,
+    limiters: RwLock<Limiters>,
     checks: AtomicU64,
 }
 

@@ -95,7 +95,7 @@ async fn nothing_gets_through_and_everything_is_audited() {
     let out = engine.run(calls, attacker, BatchOptions::default()).await;
 
     // The hidden argument: the handler only ever saw the caller's own id.
-    let seen = seen.lock().unwrap();
+    let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
     assert!(seen.iter().all(|a| a["from_user"] == "mallory"), "{seen:?}");
     // The invisible tool never ran, however it was reached.

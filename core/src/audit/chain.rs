@@ -106,18 +106,10 @@ impl ChainReport {
 }
 
 /// Checks records in log order and stops at the first broken link.
+#[derive(Default)]
 pub struct Verifier {
     expected: Chain,
     checked: u64,
-}
-
-impl Default for Verifier {
-    fn default() -> Self {
-        Verifier {
-            expected: Chain::default(),
-            checked: 0,
-        }
-    }
 }
 
 impl Verifier {
