@@ -3,6 +3,9 @@
 //! protocol of seed 002). Everything is a pure function of its input; neutral values cross
 //! with camelCase keys (`neutral.rs`), provider-shaped values untouched.
 
+// napi registers free functions only outside test builds, where they look unused.
+#![cfg_attr(test, allow(dead_code))]
+
 use crate::neutral::{invalid, js, parse};
 use napi::Status;
 use napi_derive::napi;

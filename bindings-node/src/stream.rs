@@ -2,6 +2,9 @@
 //! arrive, into tooljig's stream events and a model turn) and `NativeUiMessageStream`
 //! (tooljig's events written in the Vercel AI SDK UI message stream protocol, for `useChat`).
 
+// napi registers free functions only outside test builds, where they look unused.
+#![cfg_attr(test, allow(dead_code))]
+
 use crate::neutral::{invalid, js, parse};
 use crate::providers::{provider, provider_error};
 use napi::Status;
