@@ -174,3 +174,38 @@ test('bad arguments are refused clearly', () => {
   assert.throws(() => new ModelError('nope', 'x'), TypeError)
   assert.throws(() => AgentState.fromJSON('{"messages": 3}'), /agent state/)
 })
+
+test('seed 002 from Node: a JSON-structured planner with a dependent call, then a response', async () => {
+  const log = []
+  const planner = Model.fromFunction((request) => {
+    assert.deepEqual(request.tools, [], 'the tools are in the prompt, not offered natively')
+    assert.match(request.messages[0].content, /get_weather/)
+    assert.ok(request.responseSchema)
+    return JSON.stringify({
+      reasoning: 'Two cities in parallel, then convert Paris.',
+      toolCalls: [
+        { id: 'p', tool: 'get_weather', params: { city: 'Paris' } },
+        { id: 'r', tool: 'get_weather', params: { city: 'Rome' } },
+        { id: 'f', tool: 'to_fahrenheit', params: { c: { $from: 'p', pointer: '/tempC' } }, dependsOn: ['p'] },
+      ],
+    })
+  }, { name: 'json-planner' })
+  const responder = Model.fromFunction((request) => {
+    const results = request.messages.at(-1).content
+    return /"f":59/.test(results) ? 'Paris 15°C (59°F), Rome 12°C.' : `unexpected: ${results}`
+  }, { name: 'responder' })
+  const agent = new Agent(weatherEngine(log), planner, responder, { protocol: { json: { shape: 'flat' } } })
+  const out = await agent.run(new AgentState('Weather in Paris and Rome, Paris in Fahrenheit'))
+  assert.equal(out.answer, 'Paris 15°C (59°F), Rome 12°C.')
+  assert.equal(out.counters.toolSuccesses, 3)
+  assert.deepEqual(log.sort(), ['Paris', 'Rome'])
+})
+
+test('a streaming scripted model streams its text in talk-first mode', async () => {
+  const model = new ScriptedModel(['Hello there, nothing to run.'], { streaming: true })
+  const run = new Agent(weatherEngine(), model, { mode: 'talk_first' }).run(new AgentState('hi'))
+  const deltas = []
+  for await (const e of run) if (e.type === 'text_delta') deltas.push(e.delta)
+  assert.equal(deltas.join(''), 'Hello there, nothing to run.')
+  assert.equal((await run).answer, 'Hello there, nothing to run.')
+})
