@@ -65,8 +65,10 @@ export declare class NativeEngine {
    * An engine whose handlers (and policy hook, resolvers) the JS layer runs through
    * `dispatch(text)`. `options`: `limits` (`{maxArgumentBytes, maxDepth}`),
    * `schemaResources` (`{uri: schema}`), `settings` (enabled flags), `audit` (`"memory"`,
-   * `{sqlite: path}`, `{jsonl: path}`), `policyHook` (true when the JS layer has one) and
-   * `resolvers` (their names, in the JS layer's table order).
+   * `{sqlite: path}`, `{jsonl: path}`), `policyHook` (true when the JS layer has one),
+   * `resolvers` (their names, in the JS layer's table order) and the durable-run options
+   * of `engine_durable.rs` (`stateStore`, `approvalRules`, `approvalPredicate`,
+   * `externalExpiryMs`).
    */
   constructor(dispatch: (arg: string) => void, options?: any | undefined | null)
   /**
@@ -105,6 +107,47 @@ export declare class NativeEngine {
   run(calls: string, options: string, cancel?: NativeCancel | undefined | null): Promise<string>
   /** Starts a batch whose events the JS layer pulls from the returned stream. */
   stream(calls: string, options: string, cancel?: NativeCancel | undefined | null): JsStream
+  /**
+   * Decides a pending approval: `decision` is `{decision: 'approve' | 'reject' | 'edit',
+   * argumentsHash, remember?, message?, arguments?}`, `approver` a caller. Resolves with
+   * `{value: approvalRecord}` or `{error}` (`docs/durable-runs.md`, "Decisions").
+   */
+  decide(approvalId: string, decision: any, approver: any): Promise<string>
+  /** One approval request as stored (`{value: record | null}`). */
+  approval(approvalId: string): Promise<string>
+  /** Pending approval requests, oldest first, of one tenant or every tenant. */
+  pendingApprovals(tenant?: string | undefined | null): Promise<string>
+  /**
+   * Lets `caller` run `tool` without approval for calls whose top-level arguments equal
+   * `values` (an object; empty or null: every call). Resolves with the preference.
+   */
+  allowAlways(caller: any, tool: string, values?: any | undefined | null): Promise<string>
+  /** `caller`'s learned preferences, every tool. */
+  preferences(caller: any): Promise<string>
+  /** Revokes one of `caller`'s preferences; `{value: false}` when it has none with that id. */
+  revokePreference(caller: any, id: string): Promise<string>
+  /**
+   * Completes a client-side call: `outcome` is `{"result": data}` or `{"error": {code,
+   * message, retryable?, details?}}` as JSON text. Resolves with the envelope the model
+   * will see.
+   */
+  submitResult(runId: string, callId: string, outcome: string): Promise<string>
+  /** The client-side calls of a run that still await a result. */
+  pendingExternal(runId: string): Promise<string>
+  /** Resumes a suspended run; resolves with every call's result, as `run` does. */
+  resume(runId: string): Promise<string>
+  /** A run as stored (`{value: record | null}`). */
+  runRecord(runId: string): Promise<string>
+  /**
+   * Undoes the completed calls of a run (or only `callId`), latest first; resolves with
+   * the report.
+   */
+  rollback(runId: string, callId?: string | undefined | null): Promise<string>
+  /**
+   * Registers the JS function at `handler` (in the JS layer's handler table) as the
+   * compensation of `tool`; it receives `{arguments, result}`.
+   */
+  compensateWith(tool: string, handler: number): void
 }
 export type JsEngine = NativeEngine
 

@@ -62,6 +62,8 @@ export class Dispatcher {
   hook = null
   /** Resolver functions, by the index the native engine knows them by. */
   resolvers = []
+  /** The engine's approval predicate, if any. */
+  predicate = null
   /** Calls in flight by token; a token missing here was timed out or cancelled. */
   live = new Map()
   outbox = []
@@ -94,7 +96,7 @@ export class Dispatcher {
         this.#start(token, entry, args, ctx)
       }
       for (const [token, kind, index, request] of asks) {
-        const fn = kind === 'hook' ? this.hook : this.resolvers[index]
+        const fn = kind === 'hook' ? this.hook : kind === 'predicate' ? this.predicate : this.resolvers[index]
         this.live.set(token, null)
         this.#start(token, { execute: fn, parse: null }, request, undefined)
       }

@@ -1,6 +1,6 @@
 // `Engine`: the idiomatic face of `NativeEngine` (src/engine.rs).
 import { Dispatcher } from './dispatch.mjs'
-import { RegistrationError } from './errors.mjs'
+import { RegistrationError, ToolError } from './errors.mjs'
 import { NativeCancel, NativeEngine } from './native.mjs'
 import { isStandardSchema, standardParser, toJsonSchema } from './schema.mjs'
 import { checkDefinition } from './tool.mjs'
@@ -32,6 +32,16 @@ function callsText(calls) {
   return JSON.stringify(calls)
 }
 
+/** The value of a native durable-run answer (`src/durable.rs`), or its refusal thrown as a ToolError. */
+function settled(text) {
+  const answer = JSON.parse(text)
+  if (answer.error) {
+    const { code, message, retryable, details } = answer.error
+    throw new ToolError(code, message, { retryable, details })
+  }
+  return answer.value
+}
+
 /** The native half of an `Engine`, for the agent loop (`agent.mjs`); set in the class body. */
 export let nativeEngine
 
@@ -52,11 +62,22 @@ export class Engine {
    *   (`{uri: schema}`: documents schemas may `$ref`; nothing is fetched), `settings` (enabled
    *   flags `{system, tenants, departments, users}`), `audit` (`'memory'`, `{sqlite: path}` or
    *   `{jsonl: path}`), `policyHook` (`(request) => boolean | {allow, reason}`, may be async)
-   *   and `resolvers` (`{name: (request) => resolution}`, may be async).
+   *   and `resolvers` (`{name: (request) => resolution}`, may be async). Durable runs
+   *   (docs/durable-runs.md): `stateStore` (`'memory'` or `{sqlite: path}`; with one, every
+   *   batch is a run that can be resumed or rolled back by id, from any process opening the
+   *   same file), `approvalRules` (`{minRisk}`), `approvalPredicate` (`({tool, arguments,
+   *   caller, risk}) => boolean`, may be async: true when the call needs a human decision; a
+   *   throw or a non-boolean counts as true) and `externalExpiryMs` (how long client-side
+   *   calls wait for a result).
    */
   constructor(options = undefined) {
-    const { policyHook, resolvers, ...rest } = options ?? {}
+    const { policyHook, resolvers, approvalPredicate, ...rest } = options ?? {}
     const native = { ...rest }
+    if (approvalPredicate !== undefined && approvalPredicate !== null) {
+      if (typeof approvalPredicate !== 'function') throw new TypeError('options.approvalPredicate must be a function')
+      this.#dispatcher.predicate = approvalPredicate
+      native.approvalPredicate = true
+    }
     if (policyHook !== undefined && policyHook !== null) {
       if (typeof policyHook !== 'function') throw new TypeError('options.policyHook must be a function')
       this.#dispatcher.hook = policyHook
@@ -216,5 +237,89 @@ export class Engine {
         }
       },
     }
+  }
+  // Durable runs (docs/durable-runs.md). A refusal of the core (a forged or replayed
+  // decision, a late result, a busy run) is thrown as a ToolError whose `details.reason`
+  // names why.
+
+  /**
+   * Decides a pending approval. `decision`: `{decision: 'approve', argumentsHash, remember?:
+   * {scope}}`, `{decision: 'reject', argumentsHash, message?}` or `{decision: 'edit',
+   * argumentsHash, arguments}`; `approver` is the deciding caller. Resolves with the approval
+   * record; continue the run with `resume(runId)`.
+   */
+  async decide(approvalId, decision, approver) {
+    return settled(await this.#native.decide(String(approvalId), decision, approver ?? {}))
+  }
+
+  /** One approval request as stored, or null. */
+  async approval(approvalId) {
+    return settled(await this.#native.approval(String(approvalId)))
+  }
+
+  /** Pending approval requests, oldest first; of one tenant, or of every tenant. */
+  async pendingApprovals(tenant = undefined) {
+    return settled(await this.#native.pendingApprovals(tenant ?? null))
+  }
+
+  /** Lets `caller` run `tool` without approval for calls whose top-level arguments equal `values` (empty: every call). */
+  async allowAlways(caller, tool, values = undefined) {
+    return settled(await this.#native.allowAlways(caller ?? {}, String(tool), values ?? null))
+  }
+
+  /** `caller`'s learned preferences ("always allow"), every tool. */
+  async preferences(caller) {
+    return settled(await this.#native.preferences(caller ?? {}))
+  }
+
+  /** Revokes one of `caller`'s preferences; false when it has none with that id. */
+  async revokePreference(caller, id) {
+    return settled(await this.#native.revokePreference(caller ?? {}, String(id)))
+  }
+
+  /**
+   * Completes a client-side call of a run: `outcome` is the data it returned, or a
+   * `ToolError` it failed with (the model sees it as submitted). Resolves with the envelope.
+   */
+  async submitResult(runId, callId, outcome) {
+    let text
+    if (outcome instanceof ToolError) {
+      text = JSON.stringify({ error: { code: outcome.code, message: String(outcome.message), retryable: outcome.retryable, details: outcome.details } })
+    } else {
+      text = JSON.stringify({ result: outcome === undefined ? null : outcome })
+    }
+    return settled(await this.#native.submitResult(String(runId), String(callId), text))
+  }
+
+  /** The client-side calls of a run that still await a result. */
+  async pendingExternal(runId) {
+    return settled(await this.#native.pendingExternal(String(runId)))
+  }
+
+  /** Resumes a suspended run (in this process or any other sharing its store); resolves with every call's result. */
+  async resume(runId) {
+    return settled(await this.#native.resume(String(runId)))
+  }
+
+  /** A run as stored (calls, caller, options, latest results, step log, rollback entries), or null. */
+  async runRecord(runId) {
+    return settled(await this.#native.runRecord(String(runId)))
+  }
+
+  /** Undoes the completed calls of a run (or only `callId`), latest first; resolves with the report. */
+  async rollback(runId, callId = undefined) {
+    return settled(await this.#native.rollback(String(runId), callId ?? null))
+  }
+
+  /**
+   * Registers `fn` as the compensation of `tool`, run by `rollback`: it receives
+   * `{arguments, result}` (the call's arguments and data) and a context, like a handler.
+   * @returns {this}
+   */
+  compensateWith(tool, fn) {
+    if (typeof fn !== 'function') throw new TypeError('compensateWith: the compensation must be a function')
+    const index = this.#dispatcher.add({ name: String(tool), execute: fn, parse: null })
+    this.#native.compensateWith(String(tool), index)
+    return this
   }
 }

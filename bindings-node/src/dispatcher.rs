@@ -63,6 +63,8 @@ pub enum AppFunction {
     PolicyHook,
     /// The resolver at this index of the JS layer's resolver table.
     Resolver(u32),
+    /// The engine's approval predicate.
+    ApprovalPredicate,
 }
 
 #[derive(Default)]
@@ -91,7 +93,8 @@ struct Drained<'a> {
     callers: Vec<Value>,
     /// `[token, toolIndex, callId, attempt, callerIndex, args]` per call.
     calls: Vec<(u64, u32, &'a str, u32, usize, &'a Value)>,
-    /// `[token, "hook", 0, request]` or `[token, "resolver", index, request]` per ask.
+    /// `[token, "hook", 0, request]`, `[token, "resolver", index, request]` or
+    /// `[token, "predicate", 0, request]` per ask.
     asks: Vec<(u64, &'static str, u32, &'a Value)>,
     /// Tokens whose signal must fire.
     aborts: Vec<u64>,
@@ -142,6 +145,7 @@ impl Shared {
             .map(|a| match a.function {
                 AppFunction::PolicyHook => (a.token, "hook", 0, &a.request),
                 AppFunction::Resolver(i) => (a.token, "resolver", i, &a.request),
+                AppFunction::ApprovalPredicate => (a.token, "predicate", 0, &a.request),
             })
             .collect();
         let drained = Drained {

@@ -87,12 +87,16 @@ pub fn batch_text(out: &BatchResult) -> String {
             *r = result_value(r.take());
         }
     }
+    if let Some(report) = v.get_mut("rollback") {
+        *report = crate::engine_durable::rollback_value(report.take());
+    }
     v.to_string()
 }
 
-/// One call result with camelCase keys; its envelope and arguments untouched.
+/// One call result with camelCase keys (its `approval`'s too); its envelope and arguments
+/// untouched.
 pub fn result_value(result: Value) -> Value {
-    keys::rename(result, keys::camel, &[])
+    keys::rename(result, keys::camel, &["approval"])
 }
 
 #[napi]
@@ -100,8 +104,10 @@ impl JsEngine {
     /// An engine whose handlers (and policy hook, resolvers) the JS layer runs through
     /// `dispatch(text)`. `options`: `limits` (`{maxArgumentBytes, maxDepth}`),
     /// `schemaResources` (`{uri: schema}`), `settings` (enabled flags), `audit` (`"memory"`,
-    /// `{sqlite: path}`, `{jsonl: path}`), `policyHook` (true when the JS layer has one) and
-    /// `resolvers` (their names, in the JS layer's table order).
+    /// `{sqlite: path}`, `{jsonl: path}`), `policyHook` (true when the JS layer has one),
+    /// `resolvers` (their names, in the JS layer's table order) and the durable-run options
+    /// of `engine_durable.rs` (`stateStore`, `approvalRules`, `approvalPredicate`,
+    /// `externalExpiryMs`).
     #[napi(constructor)]
     pub fn new(dispatch: Function<String, ()>, options: Option<Value>) -> napi::Result<Self> {
         let dispatcher = Arc::new(Dispatcher::new(dispatch)?);
@@ -262,7 +268,8 @@ impl JsEngine {
 }
 
 /// Engine-wide options of the JS layer, as `NativeEngine`'s constructor reads them.
-const ENGINE_OPTIONS: &str = "limits, schemaResources, settings, audit, policyHook, resolvers";
+const ENGINE_OPTIONS: &str = "limits, schemaResources, settings, audit, policyHook, resolvers, \
+     stateStore, approvalRules, approvalPredicate, externalExpiryMs";
 
 fn audit_failed(e: AuditError) -> napi::Error {
     napi::Error::new(Status::GenericFailure, format!("audit: {e}"))
@@ -272,6 +279,11 @@ impl JsEngine {
     /// The core engine, for the agent loop (`agent.rs`).
     pub(crate) fn core(&self) -> Arc<Engine> {
         self.engine.clone()
+    }
+
+    /// The dispatcher of the engine's JS functions, for compensations (`engine_durable.rs`).
+    pub(crate) fn dispatcher(&self) -> Arc<Dispatcher> {
+        self.dispatcher.clone()
     }
 
     fn audit_sink(&self) -> napi::Result<Arc<dyn AuditSink>> {
@@ -290,11 +302,12 @@ fn engine_from_options(
     options: Option<Value>,
     dispatcher: &Arc<Dispatcher>,
 ) -> napi::Result<Engine> {
-    let mut options = match options.map(|o| keys::rename(o, keys::snake, &["limits"])) {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(map)) => map,
-        Some(_) => return Err(invalid("engine options", "must be an object")),
-    };
+    let mut options =
+        match options.map(|o| keys::rename(o, keys::snake, &["limits", "approval_rules"])) {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(map)) => map,
+            Some(_) => return Err(invalid("engine options", "must be an object")),
+        };
     let resources = match options.remove("schema_resources") {
         None | Some(Value::Null) => SchemaResources::default(),
         Some(r) => SchemaResources::new(
@@ -329,6 +342,7 @@ fn engine_from_options(
             );
         }
     }
+    engine = crate::engine_durable::configure(engine, &mut options, dispatcher)?;
     if let Some(key) = options.keys().next() {
         return Err(invalid(
             "engine options",

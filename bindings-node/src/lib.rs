@@ -13,7 +13,10 @@
 //!   queue, drained in bulk on the JS thread);
 //! - `handler.rs`: `JsHandler`, the core's `Handler` over a registered JS function;
 //! - `outcome.rs`: what a JS handler settled with, turned into a `HandlerResult`;
-//! - `policy_hook.rs`, `resolver.rs`: the core's `PolicyHook` and `Resolver` over JS functions;
+//! - `policy_hook.rs`, `resolver.rs`, `approval_predicate.rs`: the core's `PolicyHook`,
+//!   `Resolver` and `ApprovalPredicate` over JS functions;
+//! - `engine_durable.rs`: durable runs on `NativeEngine` (decisions, client results, resume,
+//!   rollback);
 //! - `events.rs`: `NativeStream`, the events of a batch pulled from JavaScript;
 //! - `cancel.rs`: `NativeCancel`, cancellation from an `AbortSignal`;
 //! - `keys.rs`: the camelCase ↔ snake_case rule at the JS edge;
@@ -23,9 +26,13 @@
 //!   streams, models and the agent loop (issue 7), with the casing rule of neutral types.
 
 mod agent;
+mod approval_predicate;
 mod cancel;
 mod dispatcher;
 mod engine;
+// After `engine`: napi-derive names the methods of a second `#[napi] impl JsEngine` block
+// after the struct's js_name only when it has already expanded the struct.
+mod engine_durable;
 mod error;
 mod events;
 mod floor;

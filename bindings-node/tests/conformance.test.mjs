@@ -12,8 +12,10 @@ import { Engine, ToolError, needs } from '../lib/index.mjs'
 
 const dir = process.env.TOOLJIG_CONFORMANCE_DIR ?? fileURLToPath(new URL('../../tests/conformance', import.meta.url))
 
-const VECTOR_KEYS = ['name', 'engine', 'tools', 'caller', 'options', 'calls', 'expect', 'then']
-const ENGINE_KEYS = ['limits', 'settings', 'resolvers', 'policy_hook']
+const VECTOR_KEYS = ['name', 'engine', 'tools', 'caller', 'options', 'calls', 'expect', 'then', 'steps']
+const ENGINE_KEYS = ['limits', 'settings', 'resolvers', 'policy_hook', 'approval_rules', 'approval_predicate', 'external_expiry_ms']
+const PREDICATE_KEYS = ['require']
+const REQUIRE_KEYS = ['tool', 'pointer', 'equals', 'principal']
 const HOOK_KEYS = ['deny']
 const DENY_KEYS = ['tool', 'pointer', 'equals', 'reason']
 const STEP_KEYS = ['wait_ms', 'caller', 'calls', 'expect']
@@ -22,8 +24,15 @@ const AUDIT_KEYS = ['call_id', 'tool', 'principal', 'tenant', 'session', 'argume
 const TOOL_KEYS = ['spec', 'script']
 const SCRIPT_KEYS = ['sleep_ms', 'fail_times', 'return', 'echo', 'error', 'needs', 'panic', 'hang']
 const SCRIPT_ERROR_KEYS = ['code', 'message', 'retryable']
-const EXPECT_KEYS = ['results', 'order', 'overlap', 'disjoint', 'within_ms', 'invocations', 'registration_error', 'audit', 'visible', 'model_schemas']
-const RESULT_KEYS = ['call_id', 'tool', 'status', 'envelope', 'attempts', 'repaired', 'replayed', 'cached', 'arguments', 'error_code', 'has_detail', 'message_contains', 'hidden', 'retry_after_ms_at_most']
+const EXPECT_KEYS = ['results', 'order', 'overlap', 'disjoint', 'within_ms', 'invocations', 'registration_error', 'audit', 'visible', 'model_schemas', 'rollback']
+const RESULT_KEYS = ['call_id', 'tool', 'status', 'envelope', 'attempts', 'repaired', 'replayed', 'cached', 'arguments', 'error_code', 'has_detail', 'message_contains', 'hidden', 'retry_after_ms_at_most', 'approval', 'recovered']
+const DURABLE_STEP_KEYS = ['wait_ms', 'decide', 'submit', 'resume', 'rollback', 'run', 'expect']
+const DURABLE_EXPECT_KEYS = ['results', 'error', 'rollback']
+const DECIDE_KEYS = ['call_id', 'approver', 'decision', 'message', 'arguments', 'remember', 'arguments_hash', 'approval_id']
+const SUBMIT_KEYS = ['call_id', 'result', 'error']
+const RUN_STEP_KEYS = ['caller', 'options', 'calls']
+const ROLLBACK_STEP_KEYS = ['call_id']
+const ERROR_KEYS = ['code', 'reason']
 
 function onlyKeys(obj, allowed, where) {
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new Error(`${where} must be an object`)
@@ -92,6 +101,9 @@ function compareResults(expected, actual, problems) {
         const ms = got.envelope.error?.retry_after_ms
         if (!(typeof ms === 'number' && ms >= 1 && ms <= value)) problems.push(`${at}: retry_after_ms should be within 1..${value}, it is ${JSON.stringify(ms)}`)
         continue
+      } else if (key === 'approval' && got.approval && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+        // Approval ids, hashes and times are random: compare the keys given only.
+        gotValue = Object.fromEntries(Object.keys(value).map((k) => [k, got.approval[camel(k)] ?? null]))
       } else gotValue = got[camel(key)] ?? null
       try {
         assert.deepStrictEqual(gotValue, value)
@@ -176,7 +188,146 @@ function engineOptions(config) {
       return rule ? { allow: false, reason: rule.reason } : true
     }
   }
+  if (config.approval_rules) options.approvalRules = config.approval_rules
+  if (config.external_expiry_ms !== undefined) options.externalExpiryMs = config.external_expiry_ms
+  if (config.approval_predicate) {
+    onlyKeys(config.approval_predicate, PREDICATE_KEYS, 'engine.approval_predicate')
+    const rules = config.approval_predicate.require
+    rules.forEach((r, i) => onlyKeys(r, REQUIRE_KEYS, `engine.approval_predicate.require[${i}]`))
+    // A call needs approval when any rule matches it (the Rust runner's PredicateRule).
+    options.approvalPredicate = async (q) =>
+      rules.some(
+        (r) =>
+          (r.tool === undefined || r.tool === q.tool) &&
+          (r.principal === undefined || q.caller.principal === r.principal) &&
+          (r.pointer === undefined || (at(q.arguments, r.pointer) !== undefined && sameJson(at(q.arguments, r.pointer), r.equals ?? null))),
+      )
+  }
   return options
+}
+
+/** Compares a rollback report's entries with expected ones, each on the keys it has. */
+function checkRollback(want, report, where, problems) {
+  const entries = report?.entries ?? []
+  if (entries.length !== want.length) {
+    problems.push(`${where}: expected ${want.length} rollback entries, got ${entries.length}: ${JSON.stringify(entries)}`)
+    return
+  }
+  want.forEach((w, i) => {
+    for (const [k, v] of Object.entries(w)) {
+      const got = entries[i][camel(k)]
+      if (!sameJson(got, v)) problems.push(`${where}: rollback[${i}].${k} is ${JSON.stringify(got ?? null)}, expected ${JSON.stringify(v)}`)
+    }
+  })
+}
+
+/** Compares how a step ended (`outcome`: null when accepted, else what it threw) with `expect.error`. */
+function checkRefusal(outcome, want, where, problems) {
+  if (want) onlyKeys(want, ERROR_KEYS, `${where}.expect.error`)
+  if (outcome === null) {
+    if (want) problems.push(`${where}: should have been refused with ${want.code}, but it was accepted`)
+    return
+  }
+  if (!(outcome instanceof ToolError)) {
+    problems.push(`${where}: threw ${outcome?.stack ?? outcome} instead of a ToolError`)
+    return
+  }
+  const reason = outcome.details?.reason ?? null
+  if (!want) problems.push(`${where}: refused unexpectedly: ${outcome.code} (reason ${reason}): ${outcome.message}`)
+  else if (outcome.code !== want.code || (want.reason !== undefined && reason !== want.reason)) {
+    problems.push(`${where}: refused with ${outcome.code} (reason ${reason}), expected ${want.code} (reason ${want.reason ?? null})`)
+  }
+}
+
+/** Runs a promise-returning step: null when it resolved, the thrown value when it was refused. */
+async function attempt(fn) {
+  try {
+    return [await fn(), null]
+  } catch (e) {
+    return [undefined, e]
+  }
+}
+
+/** The decision object `decide` takes, from a `decide` step and the approval the latest results show. */
+function decisionOf(d, info) {
+  const argumentsHash = d.arguments_hash ?? info?.argumentsHash ?? ''
+  switch (d.decision) {
+    case 'approve':
+      return d.remember === undefined ? { decision: 'approve', argumentsHash } : { decision: 'approve', argumentsHash, remember: d.remember }
+    case 'reject':
+      return d.message === undefined ? { decision: 'reject', argumentsHash } : { decision: 'reject', argumentsHash, message: d.message }
+    case 'edit':
+      return { decision: 'edit', argumentsHash, arguments: d.arguments ?? null }
+    default:
+      return null
+  }
+}
+
+/** The durable-run `steps` of a vector, against the run of its first batch (the Rust runner's durable.rs). */
+async function runSteps(engine, caller, first, steps, problems) {
+  let latest = first.results
+  let runId = first.runId ?? ''
+  for (const [n, step] of steps.entries()) {
+    const where = `steps[${n}]`
+    onlyKeys(step, DURABLE_STEP_KEYS, where)
+    const expect = step.expect ?? {}
+    onlyKeys(expect, DURABLE_EXPECT_KEYS, `${where}.expect`)
+    if (step.wait_ms !== undefined) await sleep(step.wait_ms)
+    const actions = ['decide', 'submit', 'resume', 'rollback', 'run'].filter((k) => step[k] !== undefined)
+    if (actions.length > 1) {
+      problems.push(`${where}: a step has at most one of decide, submit, resume, rollback, run`)
+      continue
+    }
+    const found = []
+    if (step.run !== undefined) {
+      onlyKeys(step.run, RUN_STEP_KEYS, `${where}.run`)
+      const out = await engine.run(step.run.calls, { ...(step.run.options ?? {}), caller: step.run.caller ?? caller ?? undefined })
+      if (expect.results) compareResults(expect.results, out.results, found)
+      if (expect.rollback) checkRollback(expect.rollback, out.rollback, where, problems)
+      runId = out.runId ?? ''
+      latest = out.results
+    } else if (step.decide !== undefined) {
+      const d = step.decide
+      onlyKeys(d, DECIDE_KEYS, `${where}.decide`)
+      const info = latest.find((r) => r.callId === d.call_id)?.approval
+      const decision = decisionOf(d, info)
+      if (decision === null) {
+        problems.push(`${where}: unknown decision ${JSON.stringify(d.decision)}`)
+        continue
+      }
+      const id = d.approval_id ?? info?.id ?? ''
+      const [, refused] = await attempt(() => engine.decide(id, decision, d.approver))
+      checkRefusal(refused, expect.error, where, problems)
+    } else if (step.submit !== undefined) {
+      const s = step.submit
+      onlyKeys(s, SUBMIT_KEYS, `${where}.submit`)
+      if ('result' in s === 'error' in s) {
+        problems.push(`${where}: submit holds exactly one of result, error`)
+        continue
+      }
+      let outcome = s.result
+      if (s.error) {
+        onlyKeys(s.error, SCRIPT_ERROR_KEYS, `${where}.submit.error`)
+        outcome = new ToolError(s.error.code, s.error.message, s.error.retryable === undefined ? {} : { retryable: s.error.retryable })
+      }
+      const [, refused] = await attempt(() => engine.submitResult(runId, s.call_id, outcome))
+      checkRefusal(refused, expect.error, where, problems)
+    } else if (step.resume === true) {
+      const [out, refused] = await attempt(() => engine.resume(runId))
+      checkRefusal(refused, expect.error, where, problems)
+      if (refused === null) {
+        if (expect.results) compareResults(expect.results, out.results, found)
+        if (expect.rollback) checkRollback(expect.rollback, out.rollback, where, problems)
+        latest = out.results
+      }
+    } else if (step.rollback !== undefined) {
+      onlyKeys(step.rollback, ROLLBACK_STEP_KEYS, `${where}.rollback`)
+      const [report, refused] = await attempt(() => engine.rollback(runId, step.rollback.call_id))
+      checkRefusal(refused, expect.error, where, problems)
+      if (refused === null && expect.rollback) checkRollback(expect.rollback, report, where, problems)
+    }
+    problems.push(...found.map((p) => `${where}: ${p}`))
+  }
 }
 
 /** The batch wrote one audit record per call, the chain verifies, expected records match. */
@@ -251,6 +402,8 @@ async function runVector(v) {
     audited += await checkAudit(engine, audited, stepOut.results, step.expect?.audit, found)
     problems.push(...found.map((p) => `then[${n}]: ${p}`))
   }
+  if (v.expect.rollback) checkRollback(v.expect.rollback, out.rollback, 'expect.rollback', problems)
+  await runSteps(engine, v.caller, out, v.steps ?? [], problems)
   if (v.expect.results) compareResults(v.expect.results, out.results, problems)
   compareTiming(v.expect, out, problems)
   for (const [tool, n] of Object.entries(v.expect.invocations ?? {})) {

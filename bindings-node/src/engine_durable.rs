@@ -1,0 +1,434 @@
+//! Durable runs on `NativeEngine` (`docs/durable-runs.md`, "API for bindings"): the state
+//! store and approval options, decisions, learned preferences, client-side results, resume,
+//! run records, rollback and compensation handlers.
+//!
+//! Every async method resolves with JSON text: `{"value": ...}` on success, or `{"error":
+//! {code, message, retryable, details}}` when the core refused (a forged decision, a late
+//! result, a busy run...). The JS layer throws the latter as its `ToolError`, so a refusal
+//! keeps the core's code and `reason` detail without a napi status in the way. Keys of the
+//! binding's own records are camelCase; arguments, values, envelopes and step details pass
+//! through untouched (`keys.rs`).
+
+use crate::approval_predicate::JsApprovalPredicate;
+use crate::dispatcher::Dispatcher;
+use crate::engine::{JsEngine, batch_text, result_value};
+use crate::handler::JsHandler;
+use crate::keys;
+use napi::bindgen_prelude::PromiseRaw;
+use napi::{Env, Status};
+use napi_derive::napi;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use tooljig::approval::ApprovalRecord;
+use tooljig::{
+    ApprovalRules, BatchResult, Caller, Decision, Engine, ErrorCode, MemoryStore, RollbackReport,
+    RunRecord, SqliteStore, ToolError,
+};
+
+fn invalid(what: &str, e: impl std::fmt::Display) -> napi::Error {
+    napi::Error::new(Status::InvalidArg, format!("{what}: {e}"))
+}
+
+/// Applies the durable-run engine options (already snake_case at the first level):
+/// `state_store` (`"memory"` or `{sqlite: path}`), `approval_rules` (`{minRisk}`),
+/// `approval_predicate` (true when the JS layer holds one) and `external_expiry_ms`.
+pub fn configure(
+    mut engine: Engine,
+    options: &mut Map<String, Value>,
+    dispatcher: &Arc<Dispatcher>,
+) -> napi::Result<Engine> {
+    match options.remove("state_store") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s == "memory" => {
+            engine = engine.state_store(Arc::new(MemoryStore::new()));
+        }
+        Some(Value::Object(o)) if o.len() == 1 && o.get("sqlite").is_some_and(Value::is_string) => {
+            let path = o["sqlite"].as_str().unwrap_or_default();
+            let store = SqliteStore::open(path).map_err(|e| {
+                invalid(
+                    "engine options.stateStore",
+                    format!("cannot open {path:?}: {e}"),
+                )
+            })?;
+            engine = engine.state_store(Arc::new(store));
+        }
+        Some(_) => {
+            return Err(invalid(
+                "engine options.stateStore",
+                "expected \"memory\" or {sqlite: path}",
+            ));
+        }
+    }
+    if let Some(rules) = options.remove("approval_rules").filter(|r| !r.is_null()) {
+        let rules: ApprovalRules = serde_json::from_value(rules)
+            .map_err(|e| invalid("engine options.approvalRules", e))?;
+        engine = engine.approval_rules(rules);
+    }
+    if options.remove("approval_predicate") == Some(Value::Bool(true)) {
+        engine = engine.approval_predicate(Arc::new(JsApprovalPredicate::new(dispatcher.clone())));
+    }
+    if let Some(ms) = options
+        .remove("external_expiry_ms")
+        .filter(|m| !m.is_null())
+    {
+        let ms = ms.as_u64().ok_or_else(|| {
+            invalid(
+                "engine options.externalExpiryMs",
+                format!("expected a whole number of milliseconds, got {ms}"),
+            )
+        })?;
+        engine = engine.external_expiry_ms(ms);
+    }
+    Ok(engine)
+}
+
+/// The answer of an async method as the JS layer reads it.
+fn answer(outcome: Result<Value, ToolError>) -> String {
+    match outcome {
+        Ok(value) => json!({ "value": value }).to_string(),
+        Err(e) => json!({
+            "error": {
+                "code": e.code.as_str(),
+                "message": e.message,
+                "retryable": e.retryable,
+                "details": e.details,
+            }
+        })
+        .to_string(),
+    }
+}
+
+fn to_value(v: &impl Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// A caller from the JS layer (camelCase or snake_case keys).
+fn caller_of(value: Value, what: &str) -> napi::Result<Caller> {
+    serde_json::from_value(keys::rename(value, keys::snake, &[])).map_err(|e| invalid(what, e))
+}
+
+/// An approval record: its own keys, the requester's and the decision's camelCase.
+pub fn approval_value(record: &ApprovalRecord) -> Value {
+    keys::rename(to_value(record), keys::camel, &["requestedBy", "decision"])
+}
+
+/// A rollback report: `{runId, entries}`, each entry's keys camelCase (envelopes untouched).
+pub fn rollback_value(report: Value) -> Value {
+    let mut v = keys::rename(report, keys::camel, &[]);
+    if let Some(Value::Array(entries)) = v.get_mut("entries") {
+        for e in entries.iter_mut() {
+            *e = keys::rename(e.take(), keys::camel, &[]);
+        }
+    }
+    v
+}
+
+fn each(v: &mut Value, key: &str, f: impl Fn(Value) -> Value) {
+    if let Some(Value::Array(items)) = v.get_mut(key) {
+        for item in items.iter_mut() {
+            *item = f(item.take());
+        }
+    }
+}
+
+/// A run record: its keys, its caller's, calls', options', results', steps', lease's and
+/// rollback entries' keys camelCase; arguments, envelopes and step details untouched.
+fn run_value(record: &RunRecord) -> Value {
+    let mut v = keys::rename(
+        to_value(record),
+        keys::camel,
+        &["caller", "options", "resuming"],
+    );
+    each(&mut v, "calls", |c| keys::rename(c, keys::camel, &[]));
+    each(&mut v, "results", result_value);
+    each(&mut v, "steps", |s| keys::rename(s, keys::camel, &[]));
+    each(&mut v, "rollback", |e| keys::rename(e, keys::camel, &[]));
+    v
+}
+
+fn batch_value(out: &BatchResult) -> Value {
+    serde_json::from_str(&batch_text(out)).unwrap_or(Value::Null)
+}
+
+/// A client's outcome for a client-side call: `{"result": data}` or `{"error": {code,
+/// message, retryable?, details?}}`.
+fn submitted(text: &str) -> napi::Result<Result<Value, ToolError>> {
+    let bad = |e: &dyn std::fmt::Display| invalid("submitResult outcome", e);
+    let mut outcome: Map<String, Value> = serde_json::from_str(text).map_err(|e| bad(&e))?;
+    match (outcome.remove("result"), outcome.remove("error")) {
+        (Some(data), None) => Ok(Ok(data)),
+        (None, Some(Value::Object(mut e))) => {
+            let code: ErrorCode = serde_json::from_value(e.remove("code").unwrap_or_default())
+                .map_err(|err| bad(&format!("error.code: {err}")))?;
+            let message = match e.remove("message") {
+                Some(Value::String(m)) => m,
+                _ => return Err(bad(&"error.message must be a string")),
+            };
+            let mut err = ToolError::new(code, message);
+            if let Some(Value::Bool(r)) = e.remove("retryable") {
+                err = err.retryable(r);
+            }
+            if let Some(Value::Object(details)) = e.remove("details") {
+                err.details = details;
+            }
+            Ok(Err(err))
+        }
+        _ => Err(bad(&"expected {result} or {error: {code, message}}")),
+    }
+}
+
+#[napi]
+impl JsEngine {
+    /// Decides a pending approval: `decision` is `{decision: 'approve' | 'reject' | 'edit',
+    /// argumentsHash, remember?, message?, arguments?}`, `approver` a caller. Resolves with
+    /// `{value: approvalRecord}` or `{error}` (`docs/durable-runs.md`, "Decisions").
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn decide<'env>(
+        &self,
+        env: &'env Env,
+        approval_id: String,
+        decision: Value,
+        approver: Value,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let decision: Decision = serde_json::from_value(keys::rename(decision, keys::snake, &[]))
+            .map_err(|e| invalid("decision", e))?;
+        let approver = caller_of(approver, "approver")?;
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.decide(&approval_id, decision, &approver).await;
+            Ok(answer(out.map(|r| approval_value(&r))))
+        })
+    }
+
+    /// One approval request as stored (`{value: record | null}`).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn approval<'env>(
+        &self,
+        env: &'env Env,
+        approval_id: String,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.approval(&approval_id).await;
+            Ok(answer(
+                out.map(|r| r.as_ref().map_or(Value::Null, approval_value)),
+            ))
+        })
+    }
+
+    /// Pending approval requests, oldest first, of one tenant or every tenant.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn pending_approvals<'env>(
+        &self,
+        env: &'env Env,
+        tenant: Option<String>,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.pending_approvals(tenant.as_deref()).await;
+            Ok(answer(out.map(|rs| {
+                Value::Array(rs.iter().map(approval_value).collect())
+            })))
+        })
+    }
+
+    /// Lets `caller` run `tool` without approval for calls whose top-level arguments equal
+    /// `values` (an object; empty or null: every call). Resolves with the preference.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn allow_always<'env>(
+        &self,
+        env: &'env Env,
+        caller: Value,
+        tool: String,
+        values: Option<Value>,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let caller = caller_of(caller, "caller")?;
+        let values: Map<String, Value> = match values {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(other) => {
+                return Err(invalid(
+                    "values",
+                    format!("expected an object, got {other}"),
+                ));
+            }
+        };
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.allow_always(&caller, &tool, values).await;
+            Ok(answer(
+                out.map(|p| keys::rename(to_value(&p), keys::camel, &[])),
+            ))
+        })
+    }
+
+    /// `caller`'s learned preferences, every tool.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn preferences<'env>(
+        &self,
+        env: &'env Env,
+        caller: Value,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let caller = caller_of(caller, "caller")?;
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.preferences(&caller).await;
+            Ok(answer(out.map(|ps| {
+                Value::Array(
+                    ps.iter()
+                        .map(|p| keys::rename(to_value(p), keys::camel, &[]))
+                        .collect(),
+                )
+            })))
+        })
+    }
+
+    /// Revokes one of `caller`'s preferences; `{value: false}` when it has none with that id.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn revoke_preference<'env>(
+        &self,
+        env: &'env Env,
+        caller: Value,
+        id: String,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let caller = caller_of(caller, "caller")?;
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.revoke_preference(&caller, &id).await;
+            Ok(answer(out.map(Value::Bool)))
+        })
+    }
+
+    /// Completes a client-side call: `outcome` is `{"result": data}` or `{"error": {code,
+    /// message, retryable?, details?}}` as JSON text. Resolves with the envelope the model
+    /// will see.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn submit_result<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+        call_id: String,
+        outcome: String,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let outcome = submitted(&outcome)?;
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.submit_result(&run_id, &call_id, outcome).await;
+            Ok(answer(out.map(|e| to_value(&e))))
+        })
+    }
+
+    /// The client-side calls of a run that still await a result.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn pending_external<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.pending_external(&run_id).await;
+            Ok(answer(out.map(|cs| {
+                Value::Array(
+                    cs.iter()
+                        .map(|c| keys::rename(to_value(c), keys::camel, &[]))
+                        .collect(),
+                )
+            })))
+        })
+    }
+
+    /// Resumes a suspended run; resolves with every call's result, as `run` does.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn resume<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.resume(&run_id).await;
+            Ok(answer(out.map(|b| batch_value(&b))))
+        })
+    }
+
+    /// A run as stored (`{value: record | null}`).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn run_record<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.run_record(&run_id).await;
+            Ok(answer(
+                out.map(|r| r.as_ref().map_or(Value::Null, run_value)),
+            ))
+        })
+    }
+
+    /// Undoes the completed calls of a run (or only `callId`), latest first; resolves with
+    /// the report.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn rollback<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+        call_id: Option<String>,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.rollback(&run_id, call_id.as_deref()).await;
+            Ok(answer(
+                out.map(|r: RollbackReport| rollback_value(to_value(&r))),
+            ))
+        })
+    }
+
+    /// Registers the JS function at `handler` (in the JS layer's handler table) as the
+    /// compensation of `tool`; it receives `{arguments, result}`.
+    #[napi]
+    pub fn compensate_with(&self, tool: String, handler: u32) {
+        self.core()
+            .compensate_with(tool, Arc::new(JsHandler::new(self.dispatcher(), handler)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn submitted_outcomes_are_read_strictly() {
+        assert_eq!(
+            submitted(r#"{"result": {"ok": 1}}"#).unwrap().unwrap(),
+            json!({"ok": 1})
+        );
+        assert_eq!(
+            submitted(r#"{"result": null}"#).unwrap().unwrap(),
+            Value::Null
+        );
+        let e = submitted(
+            r#"{"error": {"code": "not_found", "message": "gone", "details": {"reason": "x"}}}"#,
+        )
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotFound);
+        assert_eq!(e.details["reason"], "x");
+        assert!(submitted(r#"{"error": {"code": "nope", "message": "m"}}"#).is_err());
+        assert!(submitted(r#"{"result": 1, "error": {}}"#).is_err());
+        assert!(submitted("{}").is_err());
+    }
+
+    #[test]
+    fn refusals_keep_code_and_reason() {
+        let e = ToolError::new(ErrorCode::Conflict, "twice").with("reason", "already_decided");
+        let v: Value = serde_json::from_str(&answer(Err(e))).unwrap();
+        assert_eq!(v["error"]["code"], "conflict");
+        assert_eq!(v["error"]["details"]["reason"], "already_decided");
+        let v: Value = serde_json::from_str(&answer(Ok(json!(true)))).unwrap();
+        assert_eq!(v, json!({"value": true}));
+    }
+}
