@@ -377,6 +377,9 @@ fn audit_sink(option: Option<Value>) -> napi::Result<Option<Arc<dyn AuditSink>>>
     Ok(Some(sink))
 }
 
+/// The binding's own objects nested in a policy, whose keys follow the casing rule too.
+const POLICY_OBJECTS: &[&str] = &["retry", "approval", "idempotency"];
+
 /// A spec from the JS layer: keys renamed, the policy parsed on its own so its mistakes are
 /// reported as `invalid_policy`.
 fn parse_spec(spec: Value) -> Result<ToolSpec, RegistrationProblem> {
@@ -394,7 +397,7 @@ fn parse_spec(spec: Value) -> Result<ToolSpec, RegistrationProblem> {
     let policy: Policy = match map.remove("policy") {
         None | Some(Value::Null) => Policy::default(),
         Some(p) => {
-            serde_json::from_value(keys::rename(p, keys::snake, &["retry"])).map_err(|e| {
+            serde_json::from_value(keys::rename(p, keys::snake, POLICY_OBJECTS)).map_err(|e| {
                 RegistrationProblem::new(
                     "invalid_policy",
                     format!("tool {name:?}: invalid policy: {e}"),
@@ -417,7 +420,7 @@ fn spec_value(spec: &ToolSpec) -> Value {
     let v = serde_json::to_value(spec).unwrap_or(Value::Null);
     let mut v = keys::rename(v, keys::camel, &[]);
     if let Some(policy) = v.get_mut("policy") {
-        *policy = keys::rename(policy.take(), keys::camel, &["retry"]);
+        *policy = keys::rename(policy.take(), keys::camel, POLICY_OBJECTS);
     }
     v
 }
