@@ -60,7 +60,12 @@ async def test_vector(path: Path, flavour: str) -> None:
 
 async def run(vector, *, sync: bool) -> list[str]:
     problems: list[str] = []
-    engine = tooljig.Engine(limits=vector.limits, settings=vector.settings)
+    engine = tooljig.Engine(
+        limits=vector.limits,
+        settings=vector.settings,
+        approval_rules=vector.approval_rules,
+        external_expiry_ms=vector.external_expiry_ms,
+    )
     invocations: Counter[str] = Counter()
     lock = threading.Lock()
     error: Exception | None = None

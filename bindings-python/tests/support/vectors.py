@@ -19,7 +19,7 @@ DIR_ENV = "TOOLJIG_CONFORMANCE_DIR"
 TOP_KEYS = {"name", "engine", "tools", "caller", "options", "calls", "expect", "then"}
 THEN_KEYS = {"wait_ms", "caller", "calls", "expect"}
 THEN_EXPECT_KEYS = {"results"}
-ENGINE_KEYS = {"limits", "settings"}
+ENGINE_KEYS = {"limits", "settings", "approval_rules", "external_expiry_ms"}
 LIMIT_KEYS = {"max_argument_bytes", "max_depth"}
 TOOL_KEYS = {"spec", "script"}
 SCRIPT_KEYS = {"sleep_ms", "fail_times", "return", "echo", "error", "needs", "panic", "hang"}
@@ -51,10 +51,12 @@ RESULT_KEYS = {
     "message_contains",
     "retry_after_ms_at_most",
     "hidden",
+    "approval",
+    "recovered",
 }
 
 #: Keys of the format whose capabilities the Python package does not expose yet (the
-#: guardrails' scripted resolvers and policy hooks, the audit log; durable runs' approval rules, decisions, client submissions,
+#: guardrails' scripted resolvers and policy hooks, the audit log; durable runs' approval predicates, decisions, client submissions,
 #: resume and rollback). Vectors using them are expected failures, naming the keys.
 NOT_EXPOSED = {
     # guardrails/
@@ -64,12 +66,8 @@ NOT_EXPOSED = {
     "then[].expect.audit",
     # durable/: approvals, client-side results, resume and rollback
     "steps",
-    "engine.approval_rules",
     "engine.approval_predicate",
-    "engine.external_expiry_ms",
     "expect.rollback",
-    "expect.results[].approval",
-    "expect.results[].recovered",
 }
 
 
@@ -118,6 +116,8 @@ class Vector:
     options: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] | None = None
     settings: dict[str, Any] | None = None
+    approval_rules: dict[str, Any] | None = None
+    external_expiry_ms: int | None = None
     then: list[Then] = field(default_factory=list)
 
 
@@ -201,6 +201,8 @@ def load(path: Path) -> Vector:
         options=raw.get("options", {}),
         limits=limits,
         settings=engine.get("settings"),
+        approval_rules=engine.get("approval_rules"),
+        external_expiry_ms=engine.get("external_expiry_ms"),
     )
 
 
