@@ -50,7 +50,7 @@ export type Envelope<T = unknown> =
   | { ok: false; error: EnvelopeError }
 
 /** Where a call stands. */
-export type CallStatus = 'done' | 'pending_approval' | 'pending_external' | (string & {})
+export type CallStatus = 'done' | 'pending_approval' | 'pending_external' | 'waiting' | (string & {})
 
 /** The result of one call: the envelope for the model and what the app needs beside it. */
 export interface CallResult {
@@ -71,6 +71,10 @@ export interface CallResult {
   durationUs: number
   /** What the model must not see: an unexpected failure's stack. */
   detail?: string
+  /** The approval side: pending, decided, or allowed by a learned preference. */
+  approval?: ApprovalInfo
+  /** Its idempotency lease had lapsed and it ran again: its effect may have happened twice. */
+  recovered?: boolean
   /** Fields later capabilities add (camelCase keys). */
   [field: string]: unknown
 }
@@ -79,6 +83,10 @@ export interface CallResult {
 export interface BatchResult {
   results: CallResult[]
   durationUs: number
+  /** The run's id when it was persisted (it suspended, was atomic, can be compensated, or a `stateStore` is set). */
+  runId?: string
+  /** The automatic rollback of an atomic batch that failed. */
+  rollback?: RollbackReport
   [field: string]: unknown
 }
 
@@ -89,6 +97,8 @@ export interface Call {
   arguments?: unknown
   dependsOn?: string[]
   runIfDependencyFailed?: boolean
+  /** The app's request id (or the provider's tool-call id) for `idempotency: {mode: 'key'}` tools. */
+  idempotencyKey?: string
   [field: string]: unknown
 }
 
@@ -114,6 +124,8 @@ export interface RunOptions {
   maxCalls?: number
   /** Cancels the batch: running calls end as `cancelled` and their handlers' signals fire. */
   signal?: AbortSignal
+  /** Once a call fails no further call starts, and completed calls are compensated. */
+  atomic?: boolean
   [option: string]: unknown
 }
 
@@ -130,8 +142,8 @@ export interface RetryPolicy {
 
 /**
  * How a tool runs: `register`'s third argument. Keys are camelCase (snake_case works too);
- * only this level and `retry` are renamed, so fields guardrails add take their nested objects
- * in the core's spelling.
+ * only this level and `retry`, `approval`, `idempotency` are renamed, so fields guardrails add
+ * take their nested objects in the core's spelling.
  */
 export interface Policy {
   /** Time allowed for one attempt (default 30 000); null for none. */
@@ -141,7 +153,128 @@ export interface Policy {
   after?: string[]
   maxOutputBytes?: number | null
   onOutputTooLarge?: 'truncate' | 'error'
+  /** How dangerous a call is; `approvalRules.minRisk` compares against it. */
+  risk?: Risk
+  /** Replays a finished call instead of running it twice (docs/durable-runs.md). */
+  idempotency?: { mode: 'off' | 'arguments' | 'key'; ttlMs?: number; leaseMs?: number }
+  /** Whether calls need a human decision, and who may decide. */
+  approval?: { required?: 'auto' | 'always' | 'never'; expiresMs?: number; approverRoles?: string[] }
+  /** The tool that undoes this one on rollback. */
+  compensation?: string
   [field: string]: unknown
+}
+
+/** Risk levels, lowest first. */
+export type Risk = 'low' | 'medium' | 'high'
+
+/** Where an approval request stands. */
+export type ApprovalStatus = 'pending' | 'approved' | 'edited' | 'rejected' | 'expired'
+
+/** The approval side of a call's result. */
+export interface ApprovalInfo {
+  /** The request's id; absent when a learned preference allowed the call. */
+  id?: string
+  status: ApprovalStatus
+  /** SHA-256 of the canonical arguments; every decision must name it. */
+  argumentsHash: string
+  risk: Risk
+  requestedBy?: string
+  expiresAtMs?: number
+  decidedBy?: string
+  decidedAtMs?: number
+  preferenceId?: string
+  reason?: string
+}
+
+/** An approval request as stored. */
+export interface ApprovalRecord {
+  id: string
+  runId: string
+  callId: string
+  tool: string
+  /** Exactly what will run (after hidden arguments and resolvers). */
+  arguments: unknown
+  argumentsHash: string
+  risk: Risk
+  requestedBy: Caller
+  requestedAtMs: number
+  expiresAtMs: number
+  approverRoles: string[]
+  status: ApprovalStatus
+  decision?: { by: string; atMs: number; message?: string; approvedArguments?: unknown; approvedHash?: string }
+}
+
+/** A human decision, bound to the arguments hash it was made for. */
+export type Decision =
+  | { decision: 'approve'; argumentsHash: string; remember?: { scope: string[] } }
+  | { decision: 'reject'; argumentsHash: string; message?: string }
+  | { decision: 'edit'; argumentsHash: string; arguments: unknown }
+
+/** A standing "always allow" for one principal and tool. */
+export interface Preference {
+  id: string
+  principal: string
+  tenant?: string
+  tool: string
+  /** Top-level argument values a call must carry; empty allows every call. */
+  values: Record<string, unknown>
+  createdAtMs: number
+}
+
+/** A client-side call of a run, waiting for (or holding) its submitted result. */
+export interface ExternalCall {
+  runId: string
+  callId: string
+  tool: string
+  arguments: unknown
+  createdAtMs: number
+  expiresAtMs: number
+  status: 'pending' | 'submitted'
+  envelope?: Envelope
+  submittedAtMs?: number
+}
+
+/** One call's line in a rollback report. */
+export interface RollbackEntry {
+  callId: string
+  tool: string
+  outcome: 'compensated' | 'not_reversible' | 'failed' | 'already_rolled_back'
+  /** The compensation that ran: a tool name, or `handler` (`compensateWith`). */
+  compensation?: string
+  envelope?: Envelope
+  message: string
+  atMs: number
+}
+
+/** What a rollback did, latest completion first. */
+export interface RollbackReport {
+  runId: string
+  entries: RollbackEntry[]
+}
+
+/** A run as stored: calls, caller, options, latest results and what happened. */
+export interface RunRecord {
+  id: string
+  caller: Caller
+  calls: Call[]
+  options: Record<string, unknown>
+  results: CallResult[]
+  state: 'suspended' | 'finished'
+  /** Calls that succeeded, in completion order. */
+  completed: string[]
+  steps: Array<{ atMs: number; pass: number; what: string; callId?: string; detail?: unknown }>
+  passes: number
+  createdAtMs: number
+  rollback: RollbackEntry[]
+  [field: string]: unknown
+}
+
+/** What an approval predicate sees. */
+export interface ApprovalQuery {
+  tool: string
+  arguments: unknown
+  caller: Caller
+  risk: Risk
 }
 
 /** A tool as data, as `specs()` exports it. */
@@ -312,6 +445,14 @@ export interface EngineOptions {
   policyHook?: (request: AccessRequest) => AccessDecision | Promise<AccessDecision>
   /** Resolvers hidden parameters name (`{from: 'resolver', resolver: name}` in a policy). */
   resolvers?: Record<string, (request: ResolveRequest) => Resolution | Promise<Resolution>>
+  /** Where durable state lives; with one, every batch is a run resumable from any process sharing it. */
+  stateStore?: 'memory' | { sqlite: string }
+  /** Calls of tools at this risk or above need approval. */
+  approvalRules?: { minRisk?: Risk | null }
+  /** The app's rule: true when a call needs a human decision. A throw or a non-boolean counts as true. */
+  approvalPredicate?: (query: ApprovalQuery) => boolean | Promise<boolean>
+  /** How long client-side calls wait for a submitted result (default 24 h). */
+  externalExpiryMs?: number
 }
 
 /** Runs tool calls: handlers in JavaScript, Rust orchestrating. */
@@ -335,6 +476,31 @@ export declare class Engine {
   run(calls: Call[], options?: RunOptions): Promise<BatchResult>
   /** Runs a batch and yields its events as they happen. */
   stream(calls: Call[], options?: RunOptions): BatchStream
+  // Durable runs: refusals reject with a ToolError whose `details.reason` names why.
+  /** Decides a pending approval; continue the run with `resume`. */
+  decide(approvalId: string, decision: Decision, approver: Caller): Promise<ApprovalRecord>
+  /** One approval request as stored, or null. */
+  approval(approvalId: string): Promise<ApprovalRecord | null>
+  /** Pending approval requests, oldest first, of one tenant or of all. */
+  pendingApprovals(tenant?: string): Promise<ApprovalRecord[]>
+  /** Lets `caller` run `tool` without approval for calls carrying `values` (empty: every call). */
+  allowAlways(caller: Caller, tool: string, values?: Record<string, unknown>): Promise<Preference>
+  /** `caller`'s learned preferences. */
+  preferences(caller: Caller): Promise<Preference[]>
+  /** Revokes a preference; false when `caller` has none with that id. */
+  revokePreference(caller: Caller, id: string): Promise<boolean>
+  /** Completes a client-side call with its data, or a ToolError it failed with; resolves with the envelope. */
+  submitResult(runId: string, callId: string, outcome: unknown): Promise<Envelope>
+  /** The client-side calls of a run still awaiting a result. */
+  pendingExternal(runId: string): Promise<ExternalCall[]>
+  /** Resumes a suspended run (in any process sharing its store); resolves with every call's result. */
+  resume(runId: string): Promise<BatchResult>
+  /** A run as stored, or null. */
+  runRecord(runId: string): Promise<RunRecord | null>
+  /** Undoes the completed calls of a run (or one of them), latest first. */
+  rollback(runId: string, callId?: string): Promise<RollbackReport>
+  /** Registers the compensation of `tool`: it receives `{arguments, result}`. */
+  compensateWith(tool: string, compensation: Execute<{ arguments: unknown; result: unknown }, unknown>): this
 }
 
 /** A deliberate failure with a code the handler chooses; shown to the model as is. */
