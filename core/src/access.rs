@@ -10,7 +10,7 @@
 use crate::caller::Caller;
 use crate::envelope::ToolError;
 use crate::error_code::ErrorCode;
-use crate::handler::{BoxFuture, HandlerError};
+use crate::handler::{BoxFuture, HandlerError, HostData};
 use crate::policy::Risk;
 use crate::spec::ToolSpec;
 use serde::{Deserialize, Serialize};
@@ -268,6 +268,18 @@ impl AccessDecision {
 pub trait PolicyHook: Send + Sync + 'static {
     /// Decides on one call.
     fn check(&self, request: AccessRequest) -> BoxFuture<Result<AccessDecision, HandlerError>>;
+
+    /// Decides on one call of a batch started with [`BatchOptions::host`](crate::BatchOptions):
+    /// bindings whose callables must run on the caller's event loop read it here, as handlers
+    /// read [`ToolContext::host`](crate::ToolContext). By default, [`check`](PolicyHook::check).
+    fn check_hosted(
+        &self,
+        request: AccessRequest,
+        host: Option<HostData>,
+    ) -> BoxFuture<Result<AccessDecision, HandlerError>> {
+        let _ = host;
+        self.check(request)
+    }
 }
 
 struct FnHook<F>(F);

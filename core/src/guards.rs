@@ -99,12 +99,13 @@ pub async fn admit(job: &mut Job, result: &mut CallResult) -> ControlFlow<()> {
         return ControlFlow::Continue(());
     }
     let resolvers = guards.resolvers.load_full();
-    match hidden::apply(
+    match hidden::apply_hosted(
         &job.tool.spec,
         &job.id,
         &job.caller,
         &resolvers,
         &mut job.arguments,
+        job.host.clone(),
     )
     .await
     {
@@ -134,7 +135,7 @@ pub async fn authorize(job: &mut Job, result: &mut CallResult) -> ControlFlow<()
             risk: policy.risk,
             effect: policy.effect,
         };
-        let envelope = match hook.check(request).await {
+        let envelope = match hook.check_hosted(request, job.host.clone()).await {
             Ok(d) if d.allow => None,
             Ok(d) => Some(Envelope::Error(access::denial(&job.tool.spec.name, d))),
             Err(HandlerError::Tool(e)) => Some(Envelope::Error(e)),

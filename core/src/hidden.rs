@@ -9,7 +9,7 @@
 use crate::caller::Caller;
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
-use crate::handler::{BoxFuture, HandlerError};
+use crate::handler::{BoxFuture, HandlerError, HostData};
 use crate::spec::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -111,6 +111,18 @@ pub struct ResolveRequest {
 pub trait Resolver: Send + Sync + 'static {
     /// Resolves one reference.
     fn resolve(&self, request: ResolveRequest) -> BoxFuture<Result<Resolution, HandlerError>>;
+
+    /// Resolves one reference for a batch started with [`BatchOptions::host`](crate::BatchOptions)
+    /// (see [`PolicyHook::check_hosted`](crate::PolicyHook::check_hosted)). By default,
+    /// [`resolve`](Resolver::resolve).
+    fn resolve_hosted(
+        &self,
+        request: ResolveRequest,
+        host: Option<HostData>,
+    ) -> BoxFuture<Result<Resolution, HandlerError>> {
+        let _ = host;
+        self.resolve(request)
+    }
 }
 
 struct FnResolver<F>(F);
@@ -223,6 +235,19 @@ pub async fn apply(
     resolvers: &Resolvers,
     arguments: &mut Value,
 ) -> Result<Vec<HiddenNote>, Refusal> {
+    apply_hosted(spec, call_id, caller, resolvers, arguments, None).await
+}
+
+/// [`apply`], handing the batch's host data to the resolvers
+/// ([`Resolver::resolve_hosted`]).
+pub async fn apply_hosted(
+    spec: &ToolSpec,
+    call_id: &str,
+    caller: &Caller,
+    resolvers: &Resolvers,
+    arguments: &mut Value,
+    host: Option<HostData>,
+) -> Result<Vec<HiddenNote>, Refusal> {
     let hidden = &spec.policy.hidden;
     if hidden.is_empty() {
         return Ok(Vec::new());
@@ -281,7 +306,7 @@ pub async fn apply(
                         notes.len(),
                         input.clone(),
                         value.clone(),
-                        r.resolve(request),
+                        r.resolve_hosted(request, host.clone()),
                     ));
                 }
                 _ if is_required => return Err(Envelope::Needs(vec![input.clone()]).into()),
