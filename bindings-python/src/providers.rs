@@ -21,7 +21,7 @@ use tooljig::providers::{
     Anthropic, Gemini, Message, ModelRequest, ModelTurn, OpenAiChat, OpenAiResponses, Provider,
     ProviderFormat, strict,
 };
-use tooljig::{CallResult, ToolSpec};
+use tooljig::{CallResult, Envelope, ToolSpec};
 
 /// Reads `obj` as a core type, naming `what` in the error.
 pub fn read<T: DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {
@@ -46,9 +46,31 @@ pub fn read_results(obj: &Bound<'_, PyAny>) -> PyResult<Vec<CallResult>> {
         } else {
             item
         };
-        out.push(read(&value, "results")?);
+        out.push(read_result(&value)?);
     }
     Ok(out)
+}
+
+/// A whole result dict, or the short form an app writes for a result it obtained itself
+/// (`{"call_id", "tool", "envelope"}`): a finished call with that envelope.
+fn read_result(value: &Bound<'_, PyAny>) -> PyResult<CallResult> {
+    let json = convert::from_py(value)?;
+    let full = serde_json::from_value::<CallResult>(json.clone());
+    let short = json
+        .get("call_id")
+        .and_then(Value::as_str)
+        .zip(json.get("envelope"));
+    match (full, short) {
+        (Ok(r), _) => Ok(r),
+        (Err(_), Some((id, envelope))) => {
+            let envelope: Envelope = serde_json::from_value(envelope.clone()).map_err(|e| {
+                error::invalid_input(value.py(), "results", format!("envelope: {e}"))
+            })?;
+            let tool = json.get("tool").and_then(Value::as_str).unwrap_or_default();
+            Ok(CallResult::refused(id, tool, envelope))
+        }
+        (Err(e), None) => Err(error::invalid_input(value.py(), "results", e.to_string())),
+    }
 }
 
 /// `tooljig.ProviderError`, raised with `message`.

@@ -292,3 +292,111 @@ def test_http_model_replays_a_recorded_stream_after_a_429(
     assert out.answer == text
     assert len(seen) == 2
     assert seen[1]["model"] == "gpt-test" and seen[1]["messages"][-1] == {"role": "user", "content": "hello"}
+
+
+# --- suspension, cancellation, the JSON protocol ------------------------------------------
+
+
+def test_a_client_side_tool_suspends_the_run_which_resumes_with_its_result() -> None:
+    engine = tooljig.Engine()
+    engine.register(
+        "pick_file",
+        "Asks the user to pick a file in the browser.",
+        {"type": "object", "properties": {"kind": {"type": "string"}}, "required": ["kind"]},
+        None,
+    )
+    model = ScriptedModel(
+        "m",
+        [
+            {"tool_calls": [{"id": "p1", "name": "pick_file", "arguments": {"kind": "pdf"}}]},
+            "You picked report.pdf.",
+        ],
+    )
+    agent = Agent(engine, model)
+    state = AgentState("Open a PDF")
+    out = agent.run_sync(state)
+    assert out.status == "suspended"
+    assert out.pending[0]["call_id"] == "p1" and out.pending[0]["tool"] == "pick_file"
+    assert out.pending[0]["arguments"] == {"kind": "pdf"}
+    # The run is stored, the client runs its tool, and the run resumes in a later request.
+    state = AgentState.from_json(state.to_json())
+    result = {"call_id": "p1", "tool": "pick_file", "envelope": {"ok": True, "data": "report.pdf"}}
+    out = agent.resume_with_results_sync(state, [result])
+    assert (out.status, out.reason) == ("finished", "answered")
+    assert out.answer == "You picked report.pdf."
+    assert model.requests()[1]["messages"][-1]["results"][0]["envelope"] == {"ok": True, "data": "report.pdf"}
+
+
+def test_cancelling_a_run_leaves_the_state_as_it_was() -> None:
+    started = asyncio.Event()
+
+    async def slow(request: dict[str, Any], emit: Emit) -> Any:
+        started.set()
+        await asyncio.sleep(30)
+        return "too late"
+
+    agent = Agent(tooljig.Engine(), ModelClient(slow))
+    state = AgentState("hi")
+    before = state.to_dict()
+
+    async def main() -> None:
+        task = asyncio.ensure_future(agent.run(state))
+        await asyncio.wait_for(started.wait(), 10)
+        assert state.running
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(100):
+            if not state.running:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert not state.running
+    assert state.to_dict() == before
+    # The state is usable again.
+    out = Agent(tooljig.Engine(), ScriptedModel("m", ["fine"])).run_sync(state)
+    assert out.answer == "fine"
+
+
+def test_two_runs_of_one_state_at_once_are_refused() -> None:
+    gate = threading.Event()
+
+    def blocking(request: dict[str, Any], emit: Emit) -> Any:
+        gate.wait(10)
+        return "done"
+
+    agent = Agent(tooljig.Engine(), ModelClient(blocking))
+    state = AgentState("hi")
+
+    async def main() -> None:
+        first = asyncio.ensure_future(agent.run(state))
+        await asyncio.sleep(0.05)
+        with pytest.raises(tooljig.InvalidInputError, match="already in progress"):
+            await agent.run(state)
+        gate.set()
+        assert (await first).answer == "done"
+
+    asyncio.run(main())
+
+
+def test_json_protocol_agent_runs_dependent_calls() -> None:
+    log: list[str] = []
+    plan = json.dumps(
+        {
+            "reasoning": "weather first, then meet",
+            "calls": [
+                {"id": "a", "tool": "get_weather", "params": {"city": "Oslo"}},
+                {"id": "b", "tool": "get_weather", "params": {"city": "Rome"}},
+                {"id": "c", "tool": "schedule_meeting", "params": {"person": "Rome", "duration_min": 15}, "dependsOn": ["a", "b"]},
+            ],
+        }
+    )
+    model = ScriptedModel("json-planner", [{"content": plan}, "All done."])
+    agent = Agent(travel_engine(log), model, options={"protocol": {"json": {"dependencies": True}}})
+    out = agent.run_sync(AgentState("Plan it"))
+    assert out.answer == "All done."
+    assert sorted(log[:2]) == ["weather:Oslo", "weather:Rome"] and log[2] == "meeting:Rome:15"
+    first = model.requests()[0]
+    assert first["tools"] == [] and first.get("response_schema")
+    assert "get_weather" in first["messages"][0]["content"]
