@@ -400,3 +400,40 @@ def test_json_protocol_agent_runs_dependent_calls() -> None:
     first = model.requests()[0]
     assert first["tools"] == [] and first.get("response_schema")
     assert "get_weather" in first["messages"][0]["content"]
+
+
+def test_http_anthropic_model_runs_a_recorded_tool_use_stream_through_a_python_tool(
+    replay_server: tuple[str, list[dict[str, Any]], list[bytes]],
+) -> None:
+    url, seen, bodies = replay_server
+    wire = corpus("wire/anthropic-messages-sse")
+    tool_use, basic = wire / "tool_use_response.txt", wire / "basic_response.txt"
+    if not (tool_use.exists() and basic.exists()):
+        pytest.skip("the recorded Anthropic streams are not in this corpus sample")
+    _, answer = tooljig.stream.parse_stream("anthropic", basic.read_bytes())
+    bodies.extend([tool_use.read_bytes(), basic.read_bytes()])
+    engine = tooljig.Engine()
+    asked: list[str] = []
+
+    @engine.tool
+    async def get_weather(location: str) -> dict[str, Any]:
+        """Weather for a location."""
+        asked.append(location)
+        return {"location": location, "temp_c": 18}
+
+    model = HttpModel.anthropic("claude-test", base_url=url, api_key="test-key")
+
+    async def main() -> tuple[list[dict[str, Any]], tooljig.RunOutcome]:
+        stream = Agent(engine, model, options={"max_tokens": 256}).stream(AgentState(), "Weather in Paris?")
+        return [e async for e in stream], stream.outcome
+
+    events, out = asyncio.run(main())
+    assert asked == ["Paris"]
+    assert (out.status, out.reason) == ("finished", "answered")
+    assert out.answer == answer["content"]
+    partials = [e["partial"] for e in events if e["type"] == "tool_input_delta" and "partial" in e]
+    assert partials[-1] == {"location": "Paris"}
+    assert any(e["type"] == "tool_output_available" and e["call_id"] == "toolu_01NRLabsLyVHZPKxbKvkfSMn" for e in events)
+    # The second request carries the tool result as Anthropic's tool_result block.
+    blocks = seen[1]["messages"][-1]["content"]
+    assert blocks[0]["type"] == "tool_result" and blocks[0]["tool_use_id"] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"

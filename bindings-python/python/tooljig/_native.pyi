@@ -2,7 +2,7 @@
 ``tests/test_stubs.py`` with ``mypy.stubtest``)."""
 
 import asyncio
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, final
 
 __all__ = [
@@ -51,7 +51,12 @@ class Engine:
         settings: Mapping[str, Any] | None = None,
         approval_rules: Mapping[str, Any] | None = None,
         external_expiry_ms: int | None = None,
+        audit: str | Mapping[str, str] | None = None,
+        policy_hook: tuple[Callable[[dict[str, Any]], Any], bool] | None = None,
+        resolvers: Mapping[str, tuple[Callable[[dict[str, Any]], Any], bool]] | None = None,
     ) -> Engine: ...
+    def audit_query(self, query: Mapping[str, Any] | None = None) -> list[dict[str, Any]]: ...
+    def verify_audit(self) -> dict[str, Any]: ...
     @property
     def settings(self) -> dict[str, Any]: ...
     @settings.setter
@@ -234,7 +239,7 @@ class Provider:
     def parse_response(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
     def messages(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]: ...
     def parse_messages(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]: ...
-    def tool_results(self, results: Sequence[CallResult | Mapping[str, Any]]) -> list[dict[str, Any]]: ...
+    def tool_results(self, results: Iterable[CallResult | Mapping[str, Any]]) -> list[dict[str, Any]]: ...
 
 @final
 class JsonProtocol:
@@ -250,7 +255,7 @@ class JsonProtocol:
 def into_batch(turn: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[CallResult]]: ...
 def drop_strict_nulls(turn: Mapping[str, Any], specs: Sequence[Mapping[str, Any]]) -> dict[str, Any]: ...
 def to_strict(schema: Mapping[str, Any]) -> dict[str, Any]: ...
-def format_results(results: Sequence[CallResult | Mapping[str, Any]]) -> str: ...
+def format_results(results: Iterable[CallResult | Mapping[str, Any]]) -> str: ...
 
 # --- streaming (src/stream.rs) ------------------------------------------------------------
 
@@ -382,7 +387,7 @@ class Agent:
         op: str,
         *,
         message: str | None = None,
-        results: Sequence[CallResult | Mapping[str, Any]] | None = None,
+        results: Iterable[CallResult | Mapping[str, Any]] | None = None,
         caller: Caller | Mapping[str, Any] | None = None,
         mode: str | None = None,
         events: bool = False,
