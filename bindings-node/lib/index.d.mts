@@ -142,8 +142,9 @@ export interface RetryPolicy {
 
 /**
  * How a tool runs: `register`'s third argument. Keys are camelCase (snake_case works too);
- * only this level and `retry`, `approval`, `idempotency` are renamed, so fields guardrails add
- * take their nested objects in the core's spelling.
+ * only this level, `retry` and (on input) `approval` and `idempotency` are renamed, so fields
+ * guardrails add take their nested objects in the core's spelling. `specs()` exports
+ * `approval` and `idempotency` in the core's spelling (`approver_roles`, `ttl_ms`).
  */
 export interface Policy {
   /** Time allowed for one attempt (default 30 000); null for none. */

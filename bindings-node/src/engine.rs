@@ -377,7 +377,7 @@ fn audit_sink(option: Option<Value>) -> napi::Result<Option<Arc<dyn AuditSink>>>
     Ok(Some(sink))
 }
 
-/// The binding's own objects nested in a policy, whose keys follow the casing rule too.
+/// The binding's own objects nested in a policy whose camelCase keys a spec may use.
 const POLICY_OBJECTS: &[&str] = &["retry", "approval", "idempotency"];
 
 /// A spec from the JS layer: keys renamed, the policy parsed on its own so its mistakes are
@@ -420,7 +420,9 @@ fn spec_value(spec: &ToolSpec) -> Value {
     let v = serde_json::to_value(spec).unwrap_or(Value::Null);
     let mut v = keys::rename(v, keys::camel, &[]);
     if let Some(policy) = v.get_mut("policy") {
-        *policy = keys::rename(policy.take(), keys::camel, POLICY_OBJECTS);
+        // Only `retry` is camelCased on the way out: `neutral.rs` reads exported specs back
+        // with that rule, and input accepts both spellings anyway.
+        *policy = keys::rename(policy.take(), keys::camel, &["retry"]);
     }
     v
 }
