@@ -200,7 +200,10 @@ impl Batch {
         } else {
             Vec::new()
         };
-        let plan = Plan::build(calls, &tools, &engine.limits, options.max_calls);
+        let plan = {
+            let visible = engine.visible_to(&caller);
+            Plan::build(calls, &tools, &engine.limits, options.max_calls, &visible)
+        };
         let mut slots: Vec<Slot> = plan
             .entries
             .into_iter()

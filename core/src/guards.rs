@@ -311,15 +311,21 @@ impl Engine {
         self.guards.telemetry.snapshot()
     }
 
+    /// Whether `caller` may see the tool `spec`: the same test [`Engine::specs_for`] applies.
+    pub fn visible_to<'a>(&'a self, caller: &'a Caller) -> impl Fn(&ToolSpec) -> bool + 'a {
+        let settings = self.guards.settings.load_full();
+        move |spec| access::check(spec, caller, &settings).is_ok()
+    }
+
     /// The specs to hand a model for `caller`: only the tools this caller may use (enabled,
     /// role, scopes; the policy hook is asked per call, with the arguments), each with its
     /// hidden parameters removed from the input schema.
     pub fn specs_for(&self, caller: &Caller) -> Vec<ToolSpec> {
-        let settings = self.guards.settings.load();
+        let visible = self.visible_to(caller);
         self.registry()
             .specs()
             .iter()
-            .filter(|s| access::check(s, caller, &settings).is_ok())
+            .filter(|s| visible(s))
             .map(hidden::model_facing)
             .collect()
     }

@@ -61,6 +61,7 @@ impl Plan {
         tools: &Snapshot,
         limits: &Limits,
         max_calls: Option<usize>,
+        visible: &dyn Fn(&crate::spec::ToolSpec) -> bool,
     ) -> Plan {
         for (i, call) in calls.iter_mut().enumerate() {
             if call.id.is_empty() {
@@ -103,7 +104,7 @@ impl Plan {
                 continue;
             }
             let Some(tool) = tools.get(&call.tool) else {
-                entries.push(Entry::Refused(Box::new(unknown_tool(&call, tools))));
+                entries.push(Entry::Refused(Box::new(unknown_tool(&call, tools, visible))));
                 continue;
             };
             let parsed = match parse_arguments(&call.arguments, limits) {
@@ -215,8 +216,13 @@ fn refuse_in_place(entry: &mut Entry, code: ErrorCode, message: String) {
     }
 }
 
-fn unknown_tool(call: &Call, tools: &Snapshot) -> CallResult {
-    let nearest = tools.nearest(&call.tool, 3);
+fn unknown_tool(
+    call: &Call,
+    tools: &Snapshot,
+    visible: &dyn Fn(&crate::spec::ToolSpec) -> bool,
+) -> CallResult {
+    // Suggest only tools the caller may use: a suggestion must not reveal a hidden tool.
+    let nearest = tools.nearest(&call.tool, 3, visible);
     let hint = if nearest.is_empty() {
         String::new()
     } else {

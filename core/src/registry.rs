@@ -182,13 +182,20 @@ impl Snapshot {
             .collect()
     }
 
-    /// Registered names closest to `name`, best first, for `unknown_tool` suggestions.
-    pub fn nearest(&self, name: &str, max: usize) -> Vec<String> {
+    /// Registered names closest to `name` among the tools `visible` accepts, best first, for
+    /// `unknown_tool` suggestions.
+    pub fn nearest(
+        &self,
+        name: &str,
+        max: usize,
+        visible: &dyn Fn(&ToolSpec) -> bool,
+    ) -> Vec<String> {
         let lower = name.to_lowercase();
         let mut scored: Vec<(f64, &String)> = self
             .0
             .order
             .iter()
+            .filter(|n| self.0.by_name.get(*n).is_some_and(|t| visible(&t.spec)))
             .map(|n| {
                 (
                     strsim::normalized_damerau_levenshtein(&lower, &n.to_lowercase()),

@@ -103,6 +103,12 @@ async fn nothing_gets_through_and_everything_is_audited() {
     assert_eq!(code(&out, "nuke").as_deref(), Some("permission_denied"));
     assert_eq!(code(&out, "nuke_dep").as_deref(), Some("dependency_failed"));
     assert_eq!(code(&out, "nuke_case").as_deref(), Some("unknown_tool"));
+    // Its suggestions must not reveal the tool the caller cannot see.
+    let nuke_case = out.get("nuke_case").unwrap().envelope.to_value();
+    assert!(
+        !nuke_case.to_string().contains("delete_tenant"),
+        "{nuke_case}"
+    );
     // The flood: three pass (the burst), the rest are refused with a wait.
     let flood: Vec<&CallResult> = out
         .results
