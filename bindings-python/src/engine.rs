@@ -4,6 +4,7 @@ use crate::batch::{CancelOnCancelled, PyBatch};
 use crate::caller::PyCaller;
 use crate::convert;
 use crate::error::{self, IntoPyErr};
+use crate::guards::{self, PyPolicyHook, PyResolver};
 use crate::handler::{Kind, PyHandler};
 use crate::host::{BatchHost, Msg};
 use crate::runtime;
@@ -15,8 +16,8 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tooljig::{
-    ApprovalRules, BatchOptions, Call, Engine, Limits, Policy, SchemaResources, Settings, Tool,
-    ToolSpec,
+    ApprovalRules, AuditQuery, AuditSink, BatchOptions, Call, Engine, Limits, Policy,
+    SchemaResources, Settings, Tool, ToolSpec,
 };
 
 /// The native engine. The package's `tooljig.Engine` wraps it with the decorator, `run`,
@@ -38,8 +39,12 @@ impl PyEngine {
         schema_resources = None,
         settings = None,
         approval_rules = None,
-        external_expiry_ms = None
+        external_expiry_ms = None,
+        audit = None,
+        policy_hook = None,
+        resolvers = None
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         limits: Option<&Bound<'_, PyAny>>,
@@ -47,6 +52,9 @@ impl PyEngine {
         settings: Option<&Bound<'_, PyAny>>,
         approval_rules: Option<&Bound<'_, PyAny>>,
         external_expiry_ms: Option<u64>,
+        audit: Option<&Bound<'_, PyAny>>,
+        policy_hook: Option<(Py<PyAny>, bool)>,
+        resolvers: Option<HashMap<String, (Py<PyAny>, bool)>>,
     ) -> PyResult<Self> {
         let mut engine = match schema_resources {
             Some(r) => {
@@ -71,6 +79,15 @@ impl PyEngine {
         }
         if let Some(ms) = external_expiry_ms {
             engine = engine.external_expiry_ms(ms);
+        }
+        if let Some(sink) = audit.filter(|a| !a.is_none()) {
+            engine = engine.with_audit(guards::audit_sink(py, sink)?);
+        }
+        if let Some((hook, is_async)) = policy_hook {
+            engine = engine.with_policy_hook(Arc::new(PyPolicyHook::new(hook, is_async)));
+        }
+        for (name, (resolver, is_async)) in resolvers.unwrap_or_default() {
+            engine = engine.with_resolver(name, Arc::new(PyResolver::new(resolver, is_async)));
         }
         Ok(PyEngine {
             inner: Arc::new(engine),
@@ -146,6 +163,39 @@ impl PyEngine {
         convert::to_py(py, &snapshot)
     }
 
+    /// Audit records matching `query` (a dict of the core's `AuditQuery`: `principal`,
+    /// `tenant`, `tool`, `call_id`, `outcome`, `code`, `since_ms`, `until_ms`, `limit`), as
+    /// dicts in sequence order. Blocks (detached) until the log is durable and read.
+    #[pyo3(signature = (query = None))]
+    fn audit_query<'py>(
+        &self,
+        py: Python<'py>,
+        query: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let query: AuditQuery = match query.filter(|q| !q.is_none()) {
+            Some(q) => {
+                convert::from_py_as(q).map_err(|e| error::invalid_input(py, "audit query", e))?
+            }
+            None => AuditQuery::default(),
+        };
+        let sink = self.audit_sink(py)?;
+        let records = guards::block_on(py, async move {
+            sink.flush().await?;
+            sink.query(query).await
+        })?;
+        convert::to_py(py, &serde_json::to_value(records).unwrap_or(Value::Null))
+    }
+
+    /// Walks the audit log's hash chain: `{"records": n, "broken": None | {"seq", "reason"}}`.
+    fn verify_audit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let sink = self.audit_sink(py)?;
+        let report = guards::block_on(py, async move {
+            sink.flush().await?;
+            sink.verify().await
+        })?;
+        convert::to_py(py, &serde_json::to_value(report).unwrap_or(Value::Null))
+    }
+
     /// Provider-neutral specs of every tool, in registration order, as dicts.
     fn specs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let specs = serde_json::to_value(self.inner.specs()).unwrap_or(Value::Null);
@@ -214,6 +264,18 @@ impl PyEngine {
             });
         }
         Ok(PyBatch::new(host, cancel, future.unbind()))
+    }
+}
+
+impl PyEngine {
+    fn audit_sink(&self, py: Python<'_>) -> PyResult<Arc<dyn AuditSink>> {
+        self.inner.audit().cloned().ok_or_else(|| {
+            error::invalid_input(
+                py,
+                "audit",
+                "this engine keeps no audit log; create it with Engine(audit=...)".into(),
+            )
+        })
     }
 }
 

@@ -20,7 +20,9 @@ use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use serde_json::Value;
 use std::sync::Arc;
-use tooljig::{BoxFuture, ErrorCode, Handler, HandlerError, HandlerResult, ToolContext, ToolError};
+use tooljig::{
+    BoxFuture, ErrorCode, Handler, HandlerError, HandlerResult, HostData, ToolContext, ToolError,
+};
 
 /// How a Python handler runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,51 +51,72 @@ impl PyHandler {
 
 impl Handler for PyHandler {
     fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
-        let host = ctx
-            .host
-            .clone()
-            .and_then(|h| h.downcast::<BatchHost>().ok());
-        let Some(host) = host else {
-            return Box::pin(async {
-                Err(HandlerError::unexpected(
-                    "a Python handler was called outside a batch started from Python",
-                ))
-            });
-        };
-        let (slot, rx) = TaskSlot::new();
-        let guard = AbandonGuard::new(slot.clone(), host.clone());
-        match self.kind {
-            Kind::Async => host.post(Msg::Start(Start {
-                what: Awaitable::Call {
-                    invoke: self.invoke.clone(),
-                    args,
-                    ctx,
-                },
-                slot,
-            })),
-            Kind::Sync => {
-                let invoke = self.invoke.clone();
-                let job: workers::Job =
-                    Box::new(move |py| run_sync(py, &invoke, args, ctx, slot, &host));
-                if workers::submit(job).is_err() {
-                    return Box::pin(async {
-                        Err(HandlerError::unexpected(
-                            "the interpreter is shutting down; the handler did not run",
-                        ))
-                    });
-                }
+        let host = ctx.host.clone();
+        call_python(
+            &self.invoke,
+            self.kind,
+            host,
+            args,
+            Some(ctx),
+            "a Python handler",
+        )
+    }
+}
+
+/// Calls an app callable written in Python with a JSON argument — `invoke(args, ctx)` for a
+/// tool handler, `invoke(args)` (no `ctx`) for the policy hook, a resolver or an approval
+/// predicate — on the batch's event loop (`Kind::Async`) or a worker thread (`Kind::Sync`),
+/// and resolves to what it returned or raised, read as a handler's outcome. `host` is the
+/// batch's [`BatchHost`]; `what` names the callable in the error when there is none.
+pub fn call_python(
+    invoke: &Arc<Py<PyAny>>,
+    kind: Kind,
+    host: Option<HostData>,
+    args: Value,
+    ctx: Option<ToolContext>,
+    what: &'static str,
+) -> BoxFuture<HandlerResult> {
+    let host = host.and_then(|h| h.downcast::<BatchHost>().ok());
+    let Some(host) = host else {
+        return Box::pin(async move {
+            Err(HandlerError::unexpected(format!(
+                "{what} was called outside a batch started from Python"
+            )))
+        });
+    };
+    let (slot, rx) = TaskSlot::new();
+    let guard = AbandonGuard::new(slot.clone(), host.clone());
+    match kind {
+        Kind::Async => host.post(Msg::Start(Start {
+            what: Awaitable::Call {
+                invoke: invoke.clone(),
+                args,
+                ctx,
+            },
+            slot,
+        })),
+        Kind::Sync => {
+            let invoke = invoke.clone();
+            let job: workers::Job =
+                Box::new(move |py| run_sync(py, &invoke, args, ctx, slot, &host));
+            if workers::submit(job).is_err() {
+                return Box::pin(async {
+                    Err(HandlerError::unexpected(
+                        "the interpreter is shutting down; the handler did not run",
+                    ))
+                });
             }
         }
-        Box::pin(async move {
-            let outcome = rx.await;
-            drop(guard);
-            outcome.unwrap_or_else(|_| {
-                Err(HandlerError::unexpected(
-                    "the handler was dropped before it reported (the interpreter is exiting)",
-                ))
-            })
-        })
     }
+    Box::pin(async move {
+        let outcome = rx.await;
+        drop(guard);
+        outcome.unwrap_or_else(|_| {
+            Err(HandlerError::unexpected(
+                "the handler was dropped before it reported (the interpreter is exiting)",
+            ))
+        })
+    })
 }
 
 /// Runs a sync handler on a worker thread, attached.
@@ -101,11 +124,11 @@ fn run_sync(
     py: Python<'_>,
     invoke: &Py<PyAny>,
     args: Value,
-    ctx: ToolContext,
+    ctx: Option<ToolContext>,
     slot: Arc<TaskSlot>,
     host: &Arc<BatchHost>,
 ) {
-    if ctx.cancel.is_cancelled() {
+    if ctx.as_ref().is_some_and(|c| c.cancel.is_cancelled()) {
         // Timed out or cancelled while queued: nobody waits for it any more.
         slot.finish(Err(HandlerError::Tool(ToolError::new(
             ErrorCode::Cancelled,
@@ -114,10 +137,14 @@ fn run_sync(
         return;
     }
     let called = convert::to_py(py, &args).and_then(|args| {
-        let ctx = Py::new(py, PyToolContext::new(ctx))?;
-        host.context(py)
-            .call_method0(pyo3::intern!(py, "copy"))?
-            .call_method1(pyo3::intern!(py, "run"), (invoke.bind(py), args, ctx))
+        let context = host.context(py).call_method0(pyo3::intern!(py, "copy"))?;
+        match ctx {
+            Some(ctx) => {
+                let ctx = Py::new(py, PyToolContext::new(ctx))?;
+                context.call_method1(pyo3::intern!(py, "run"), (invoke.bind(py), args, ctx))
+            }
+            None => context.call_method1(pyo3::intern!(py, "run"), (invoke.bind(py), args)),
+        }
     });
     match called {
         Ok(value) if is_awaitable(&value) => host.post(Msg::Start(Start {

@@ -64,8 +64,9 @@ pub enum Awaitable {
         invoke: Arc<Py<PyAny>>,
         /// Validated arguments.
         args: Value,
-        /// The attempt's context.
-        ctx: ToolContext,
+        /// The attempt's context, passed as the second argument; `None` for app callables
+        /// that take only their request (policy hook, resolvers).
+        ctx: Option<ToolContext>,
     },
     /// An awaitable a sync handler returned.
     Object(Py<PyAny>),
@@ -304,10 +305,15 @@ impl BatchHost {
             return Ok(());
         }
         let made = match what {
-            Awaitable::Call { invoke, args, ctx } => convert::to_py(py, &args).and_then(|args| {
-                let ctx = Py::new(py, PyToolContext::new(ctx))?;
-                invoke.bind(py).call1((args, ctx))
-            }),
+            Awaitable::Call { invoke, args, ctx } => {
+                convert::to_py(py, &args).and_then(|args| match ctx {
+                    Some(ctx) => {
+                        let ctx = Py::new(py, PyToolContext::new(ctx))?;
+                        invoke.bind(py).call1((args, ctx))
+                    }
+                    None => invoke.bind(py).call1((args,)),
+                })
+            }
             Awaitable::Object(obj) => Ok(obj.into_bound(py)),
         };
         let obj = match made {

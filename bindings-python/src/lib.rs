@@ -17,6 +17,7 @@ pub mod convert;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod guards;
 pub mod handler;
 pub mod host;
 pub mod outcome;

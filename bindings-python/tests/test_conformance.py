@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import tooljig
-from support import compare
+from support import compare, guards
 from support.scripts import make_handler
 from support.vectors import VectorError, default_dir, discover, load, unexposed_keys
 
@@ -65,6 +65,9 @@ async def run(vector, *, sync: bool) -> list[str]:
         settings=vector.settings,
         approval_rules=vector.approval_rules,
         external_expiry_ms=vector.external_expiry_ms,
+        audit=tooljig.MemoryAudit(),
+        resolvers=guards.resolvers(vector.resolvers, sync=sync),
+        policy_hook=guards.policy_hook(vector.policy_hook, sync=sync) if vector.policy_hook is not None else None,
     )
     invocations: Counter[str] = Counter()
     lock = threading.Lock()
@@ -97,6 +100,7 @@ async def run(vector, *, sync: bool) -> list[str]:
         return [f"registration failed: {error}"]
 
     out = await engine.run(vector.calls, caller=vector.caller, **vector.options)
+    guards.check_audit(engine, 0, out, vector.expect.get("audit"), problems)
     if vector.expect.get("results") is not None:
         compare.results(vector.expect["results"], out, problems)
     compare.timing(vector.expect, out, problems)
@@ -112,10 +116,12 @@ async def run(vector, *, sync: bool) -> list[str]:
         if step.wait_ms:
             await asyncio.sleep(step.wait_ms / 1000)
         caller = step.caller if step.caller is not None else vector.caller
+        before = len(engine.audit_query())
         later = await engine.run(step.calls, caller=caller)
         step_problems: list[str] = []
         if step.expect.get("results") is not None:
             compare.results(step.expect["results"], later, step_problems)
+        guards.check_audit(engine, before, later, step.expect.get("audit"), step_problems)
         problems.extend(f"then[{i}]: {p}" for p in step_problems)
     for tool, want in (vector.expect.get("invocations") or {}).items():
         got = invocations[tool]
@@ -134,6 +140,7 @@ def test_an_unknown_key_fails_the_vector_loudly(tmp_path: Path) -> None:
     cases = {
         "top": {**good, "guardrails": {}},
         "result": {**good, "expect": {"results": [{"call_id": "a", "audit": []}]}},
+        "engine": {**good, "engine": {"policy": {}}},
         "script": {**good, "tools": [{"spec": {"name": "t"}, "script": {"echo": True, "resolve": {}}}]},
         "two": {**good, "tools": [{"spec": {"name": "t"}, "script": {"echo": True, "return": 1}}]},
     }

@@ -21,6 +21,7 @@ import atexit
 
 from tooljig import _native
 from tooljig._native import BatchResult, CallResult, Caller, Event, ToolContext
+from tooljig.audit import JsonlAudit, MemoryAudit, SqliteAudit
 from tooljig.calls import Call
 from tooljig.codes import ErrorCode
 from tooljig.engine import Engine, EventStream
@@ -59,10 +60,13 @@ __all__ = [
     "InvalidPolicyError",
     "InvalidSchemaError",
     "InvalidToolNameError",
+    "JsonlAudit",
+    "MemoryAudit",
     "Needs",
     "RegistrationError",
     "Retry",
     "ShutdownError",
+    "SqliteAudit",
     "ToolContext",
     "ToolError",
     "TooljigError",

@@ -14,7 +14,9 @@ from typing import Any, TypeVar, overload
 
 from tooljig import _native
 from tooljig._native import BatchResult, Caller, Event
+from tooljig.audit import AuditLog, JsonlAudit, MemoryAudit, SqliteAudit
 from tooljig.calls import Call
+from tooljig.errors import InvalidInputError
 from tooljig.policy import Retry
 from tooljig.schema import from_function, invoker_for_schema, is_async_callable, output_schema_of
 
@@ -45,6 +47,16 @@ class Engine:
     fetched over the network); ``settings`` are the enabled flags (``system``, ``tenants``,
     ``departments``, ``users``: tool name or ``"*"`` → bool); ``approval_rules`` (e.g.
     ``{"min_risk": "high"}``) and ``external_expiry_ms`` configure durable runs.
+
+    Guardrails: ``audit`` (:class:`MemoryAudit`, :class:`SqliteAudit` or :class:`JsonlAudit`)
+    keeps a hash-chained record of every call; ``policy_hook(request)`` is the app's last
+    word on each call (``request``: ``tool``, ``call_id``, ``arguments``, ``caller``,
+    ``risk``, ``effect``; it returns ``True``, ``False`` or ``{"allow": ..., "reason": ...}``);
+    ``resolvers`` maps a name to ``resolve(request)`` (``request``: ``tool``, ``parameter``,
+    ``input``, ``value``, ``caller``; it returns ``{"status": "found", "value": ...}``,
+    ``{"status": "not_found"}`` or ``{"status": "ambiguous", "candidates": [...]}``). Both
+    may be ``def`` (run on a worker thread) or ``async def`` (run on the batch's event loop);
+    raising :class:`ToolError` refuses the call with that error, anything else fails closed.
     """
 
     def __init__(
@@ -55,13 +67,28 @@ class Engine:
         settings: Mapping[str, Any] | None = None,
         approval_rules: Mapping[str, Any] | None = None,
         external_expiry_ms: int | None = None,
+        audit: AuditLog | None = None,
+        policy_hook: Callable[[dict[str, Any]], Any] | None = None,
+        resolvers: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
     ) -> None:
+        if audit is not None and not isinstance(audit, (MemoryAudit, SqliteAudit, JsonlAudit)):
+            raise InvalidInputError(
+                f"invalid audit: expected MemoryAudit(), SqliteAudit(path) or JsonlAudit(path), "
+                f"not {audit!r}"
+            )
         self._native = _native.Engine(
             limits=dict(limits) if limits is not None else None,
             schema_resources=dict(schema_resources) if schema_resources is not None else None,
             settings=dict(settings) if settings is not None else None,
             approval_rules=dict(approval_rules) if approval_rules is not None else None,
             external_expiry_ms=external_expiry_ms,
+            audit=audit._option() if audit is not None else None,
+            policy_hook=_app_callable("policy_hook", policy_hook) if policy_hook is not None else None,
+            resolvers={
+                name: _app_callable(f"resolvers[{name!r}]", f) for name, f in resolvers.items()
+            }
+            if resolvers is not None
+            else None,
         )
 
     @property
@@ -80,6 +107,44 @@ class Engine:
         roles, scopes), hidden parameters removed from the input schemas."""
         specs: list[dict[str, Any]] = self._native.specs_for(caller)
         return specs
+
+    def audit_query(
+        self,
+        *,
+        principal: str | None = None,
+        tenant: str | None = None,
+        tool: str | None = None,
+        call_id: str | None = None,
+        outcome: str | None = None,
+        code: str | None = None,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The audit records matching every filter given, in log order (the newest
+        ``limit`` when set), as dicts. Raises :class:`InvalidInputError` when the engine keeps
+        no audit log, ``OSError`` when the storage fails."""
+        given = {
+            "principal": principal,
+            "tenant": tenant,
+            "tool": tool,
+            "call_id": call_id,
+            "outcome": outcome,
+            "code": code,
+            "since_ms": since_ms,
+            "until_ms": until_ms,
+            "limit": limit,
+        }
+        records: list[dict[str, Any]] = self._native.audit_query(
+            {k: v for k, v in given.items() if v is not None}
+        )
+        return records
+
+    def verify_audit(self) -> dict[str, Any]:
+        """Walks the audit log's hash chain: ``{"records": n, "broken": None}`` when intact,
+        else ``broken`` is ``{"seq": ..., "reason": ...}`` of the first bad record."""
+        report: dict[str, Any] = self._native.verify_audit()
+        return report
 
     def telemetry(self) -> dict[str, Any]:
         """Counters and latency histograms per tool, so far."""
@@ -343,6 +408,13 @@ class EventStream:
             raise RuntimeError("the stream is not finished yet")
         result: BatchResult = self._batch.result.result()
         return result
+
+
+def _app_callable(what: str, f: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:
+    """An app callable (policy hook, resolver) and whether it is async, for the core."""
+    if not callable(f):
+        raise InvalidInputError(f"invalid {what}: expected a function, not {f!r}")
+    return f, is_async_callable(f)
 
 
 def _policy(

@@ -18,8 +18,8 @@ DIR_ENV = "TOOLJIG_CONFORMANCE_DIR"
 
 TOP_KEYS = {"name", "engine", "tools", "caller", "options", "calls", "expect", "then"}
 THEN_KEYS = {"wait_ms", "caller", "calls", "expect"}
-THEN_EXPECT_KEYS = {"results"}
-ENGINE_KEYS = {"limits", "settings", "approval_rules", "external_expiry_ms"}
+THEN_EXPECT_KEYS = {"results", "audit"}
+ENGINE_KEYS = {"limits", "settings", "approval_rules", "external_expiry_ms", "resolvers", "policy_hook"}
 LIMIT_KEYS = {"max_argument_bytes", "max_depth"}
 TOOL_KEYS = {"spec", "script"}
 SCRIPT_KEYS = {"sleep_ms", "fail_times", "return", "echo", "error", "needs", "panic", "hang"}
@@ -35,6 +35,7 @@ EXPECT_KEYS = {
     "registration_error",
     "visible",
     "model_schemas",
+    "audit",
 }
 RESULT_KEYS = {
     "call_id",
@@ -55,15 +56,10 @@ RESULT_KEYS = {
     "recovered",
 }
 
-#: Keys of the format whose capabilities the Python package does not expose yet (the
-#: guardrails' scripted resolvers and policy hooks, the audit log; durable runs' approval predicates, decisions, client submissions,
-#: resume and rollback). Vectors using them are expected failures, naming the keys.
+#: Keys of the format whose capabilities the Python package does not expose yet (durable
+#: runs' approval predicates, decisions, client submissions, resume and rollback). Vectors
+#: using them are expected failures, naming the keys.
 NOT_EXPOSED = {
-    # guardrails/
-    "engine.resolvers",
-    "engine.policy_hook",
-    "expect.audit",
-    "then[].expect.audit",
     # durable/: approvals, client-side results, resume and rollback
     "steps",
     "engine.approval_predicate",
@@ -118,6 +114,8 @@ class Vector:
     settings: dict[str, Any] | None = None
     approval_rules: dict[str, Any] | None = None
     external_expiry_ms: int | None = None
+    resolvers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    policy_hook: dict[str, Any] | None = None
     then: list[Then] = field(default_factory=list)
 
 
@@ -203,6 +201,8 @@ def load(path: Path) -> Vector:
         settings=engine.get("settings"),
         approval_rules=engine.get("approval_rules"),
         external_expiry_ms=engine.get("external_expiry_ms"),
+        resolvers=engine.get("resolvers") or {},
+        policy_hook=engine.get("policy_hook"),
     )
 
 

@@ -1,0 +1,184 @@
+//! The core's guardrail seams over Python callables: the app's policy hook
+//! ([`PolicyHook`]) and its resolvers ([`Resolver`]).
+//!
+//! Both run through the same machinery as tool handlers ([`call_python`]): an `async def`
+//! runs as a task on the batch's event loop, a `def` on a worker thread, each in a copy of the
+//! caller's `contextvars`. The core hands the batch's host over with the request
+//! (`check_hosted`, `resolve_hosted`). A raised `ToolError` reaches the model as is; any other
+//! exception, or an answer of the wrong shape, fails closed (`internal_error`, the traceback
+//! on the result's `detail`).
+
+use crate::convert;
+use crate::error;
+use crate::handler::{Kind, call_python};
+use crate::runtime;
+use pyo3::exceptions::PyOSError;
+use pyo3::prelude::*;
+use serde_json::Value;
+use std::sync::Arc;
+use tooljig::audit::AuditError;
+use tooljig::{
+    AccessDecision, AccessRequest, AuditSink, BoxFuture, HandlerError, HostData, JsonlAudit,
+    MemoryAudit, PolicyHook, Resolution, ResolveRequest, Resolver, SqliteAudit,
+};
+
+/// An app callable and how it runs.
+struct PyCallable {
+    invoke: Arc<Py<PyAny>>,
+    kind: Kind,
+}
+
+impl PyCallable {
+    fn new(invoke: Py<PyAny>, is_async: bool) -> Self {
+        PyCallable {
+            invoke: Arc::new(invoke),
+            kind: if is_async { Kind::Async } else { Kind::Sync },
+        }
+    }
+
+    /// Calls it with `request` (serialized) and awaits its JSON answer.
+    fn ask(
+        &self,
+        request: Value,
+        host: Option<HostData>,
+        what: &'static str,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        call_python(&self.invoke, self.kind, host, request, None, what)
+    }
+}
+
+/// The policy hook: `hook(request)` gets `{tool, call_id, arguments, caller, risk, effect}`
+/// and returns `True` (allow), `False` (deny) or `{"allow": ..., "reason": ...}`.
+pub struct PyPolicyHook(PyCallable);
+
+impl PyPolicyHook {
+    /// The hook over the package's wrapper of the app's callable.
+    pub fn new(invoke: Py<PyAny>, is_async: bool) -> Self {
+        PyPolicyHook(PyCallable::new(invoke, is_async))
+    }
+}
+
+/// Reads what the hook returned.
+pub fn decision(value: Value) -> Result<AccessDecision, HandlerError> {
+    match value {
+        Value::Bool(true) => Ok(AccessDecision::allow()),
+        Value::Bool(false) => Ok(AccessDecision::deny(
+            "the app's access policy refused this call",
+        )),
+        v @ Value::Object(_) => serde_json::from_value(v).map_err(|e| {
+            HandlerError::unexpected(format!("the policy hook returned an invalid decision: {e}"))
+        }),
+        other => Err(HandlerError::unexpected(format!(
+            "the policy hook returned {other}; return True, False or {{\"allow\": ..., \"reason\": ...}}"
+        ))),
+    }
+}
+
+impl PolicyHook for PyPolicyHook {
+    fn check(&self, request: AccessRequest) -> BoxFuture<Result<AccessDecision, HandlerError>> {
+        self.check_hosted(request, None)
+    }
+
+    fn check_hosted(
+        &self,
+        request: AccessRequest,
+        host: Option<HostData>,
+    ) -> BoxFuture<Result<AccessDecision, HandlerError>> {
+        let request = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let answer = self.0.ask(request, host, "the policy hook");
+        Box::pin(async move { decision(answer.await?) })
+    }
+}
+
+/// A resolver: `resolve(request)` gets `{tool, parameter, input, value, caller}` and returns
+/// `{"status": "found", "value": ...}`, `{"status": "not_found"}` or
+/// `{"status": "ambiguous", "candidates": [...]}`.
+pub struct PyResolver(PyCallable);
+
+impl PyResolver {
+    /// The resolver over the package's wrapper of the app's callable.
+    pub fn new(invoke: Py<PyAny>, is_async: bool) -> Self {
+        PyResolver(PyCallable::new(invoke, is_async))
+    }
+}
+
+/// Reads what a resolver returned.
+pub fn resolution(value: Value) -> Result<Resolution, HandlerError> {
+    serde_json::from_value(value).map_err(|e| {
+        HandlerError::unexpected(format!(
+            "a resolver returned an invalid resolution ({e}); return {{\"status\": \"found\", \"value\": ...}}, {{\"status\": \"not_found\"}} or {{\"status\": \"ambiguous\", \"candidates\": [...]}}"
+        ))
+    })
+}
+
+impl Resolver for PyResolver {
+    fn resolve(&self, request: ResolveRequest) -> BoxFuture<Result<Resolution, HandlerError>> {
+        self.resolve_hosted(request, None)
+    }
+
+    fn resolve_hosted(
+        &self,
+        request: ResolveRequest,
+        host: Option<HostData>,
+    ) -> BoxFuture<Result<Resolution, HandlerError>> {
+        let request = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let answer = self.0.ask(request, host, "a resolver");
+        Box::pin(async move { resolution(answer.await?) })
+    }
+}
+
+/// The audit sink `Engine(audit=...)` names: `"memory"`, `{"sqlite": path}` or
+/// `{"jsonl": path}` (the package's `MemoryAudit`, `SqliteAudit`, `JsonlAudit` give these).
+pub fn audit_sink(py: Python<'_>, option: &Bound<'_, PyAny>) -> PyResult<Arc<dyn AuditSink>> {
+    let bad = |why: String| error::invalid_input(py, "audit", why);
+    let value = convert::from_py(option).map_err(|e| bad(e.to_string()))?;
+    let expected = || "expected \"memory\", {\"sqlite\": path} or {\"jsonl\": path}".to_owned();
+    Ok(match value {
+        Value::String(s) if s == "memory" => Arc::new(MemoryAudit::new()),
+        Value::Object(o) if o.len() == 1 => match o.iter().next() {
+            Some((kind, Value::String(path))) if kind == "sqlite" => {
+                Arc::new(SqliteAudit::open(path).map_err(|e| bad(e.to_string()))?)
+            }
+            Some((kind, Value::String(path))) if kind == "jsonl" => {
+                Arc::new(JsonlAudit::open(path).map_err(|e| bad(e.to_string()))?)
+            }
+            _ => return Err(bad(expected())),
+        },
+        _ => return Err(bad(expected())),
+    })
+}
+
+/// Runs an audit read on the runtime, detached from the interpreter, and maps a storage
+/// failure to `OSError`.
+pub fn block_on<T: Send>(
+    py: Python<'_>,
+    work: impl std::future::Future<Output = Result<T, AuditError>> + Send,
+) -> PyResult<T> {
+    let (handle, _cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
+    py.detach(|| handle.block_on(work))
+        .map_err(|e| PyOSError::new_err(format!("audit: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn decisions_and_resolutions_read_from_values() {
+        assert!(decision(json!(true)).unwrap().allow);
+        assert!(!decision(json!(false)).unwrap().allow);
+        let d = decision(json!({"allow": false, "reason": "no"})).unwrap();
+        assert_eq!(d.reason.as_deref(), Some("no"));
+        assert!(
+            decision(Value::Null).is_err(),
+            "returning nothing fails closed"
+        );
+        assert!(decision(json!({"allowed": true})).is_err());
+        assert_eq!(
+            resolution(json!({"status": "found", "value": "u1"})).unwrap(),
+            Resolution::Found { value: json!("u1") }
+        );
+        assert!(resolution(json!("u1")).is_err());
+    }
+}
