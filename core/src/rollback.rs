@@ -11,7 +11,7 @@ use crate::engine::Engine;
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::execute::UNEXPECTED_MESSAGE;
-use crate::handler::{Handler, HandlerError, ToolContext};
+use crate::handler::{Handler, HandlerError, HostData, ToolContext};
 use crate::policy::Policy;
 use crate::run::{RunRecord, RunStep, run_call_key};
 use crate::spec::ToolSpec;
@@ -123,6 +123,18 @@ impl Engine {
         run_id: &str,
         call_id: Option<&str>,
     ) -> Result<RollbackReport, ToolError> {
+        self.rollback_with(run_id, call_id, None).await
+    }
+
+    /// [`Engine::rollback`], handing `host` to the compensation handlers as
+    /// [`ToolContext::host`] (a binding's event loop, as [`BatchOptions::host`](crate::BatchOptions)
+    /// does for a batch's handlers).
+    pub async fn rollback_with(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        host: Option<HostData>,
+    ) -> Result<RollbackReport, ToolError> {
         let store = self.durable.store.as_ref();
         let refusal = |e: crate::store::StoreError| {
             ToolError::new(ErrorCode::InternalError, e.0).with("reason", "store_unavailable")
@@ -148,7 +160,7 @@ impl Engine {
                 .with("reason", "unknown_call"));
             }
         }
-        let report = compensate(self, &mut record, call_id).await;
+        let report = compensate(self, &mut record, call_id, host).await;
         // The compensations themselves are claimed one by one in the store; appending the
         // report to the run is best effort against concurrent writers, so retry on races.
         for _ in 0..8 {
@@ -201,6 +213,7 @@ pub(crate) async fn compensate(
     engine: &Engine,
     record: &mut RunRecord,
     only: Option<&str>,
+    host: Option<HostData>,
 ) -> RollbackReport {
     let mut entries = Vec::new();
     for call_id in record.completed.clone().iter().rev() {
@@ -215,7 +228,7 @@ pub(crate) async fn compensate(
         else {
             continue;
         };
-        entries.push(undo(engine, record, &result).await);
+        entries.push(undo(engine, record, &result, host.clone()).await);
     }
     let report = RollbackReport {
         run_id: record.id.clone(),
@@ -228,7 +241,12 @@ pub(crate) async fn compensate(
     report
 }
 
-async fn undo(engine: &Engine, record: &RunRecord, result: &CallResult) -> RollbackEntry {
+async fn undo(
+    engine: &Engine,
+    record: &RunRecord,
+    result: &CallResult,
+    host: Option<HostData>,
+) -> RollbackEntry {
     let store = engine.durable.store.as_ref();
     let entry = |outcome, compensation: Option<String>, envelope, message: String| RollbackEntry {
         call_id: result.call_id.clone(),
@@ -354,7 +372,7 @@ async fn undo(engine: &Engine, record: &RunRecord, result: &CallResult) -> Rollb
         attempt: 1,
         caller: Arc::new(record.caller.clone()),
         cancel: cancel.clone(),
-        host: None,
+        host,
     };
     let run = AssertUnwindSafe(handler.call(input, ctx)).catch_unwind();
     let outcome = match timeout {

@@ -248,6 +248,17 @@ impl Engine {
     ///
     /// Refused when the run is unknown (or expired), or another process is resuming it.
     pub async fn resume(&self, run_id: &str) -> Result<BatchResult, ToolError> {
+        self.resume_with(run_id, BatchOptions::default()).await
+    }
+
+    /// [`Engine::resume`] with the live options of this pass: `cancel`, `events` and `host`
+    /// (a binding's event loop, for its handlers and compensations). The run's stored
+    /// options (concurrency, deadline, atomic) still apply; the others given here are ignored.
+    pub async fn resume_with(
+        &self,
+        run_id: &str,
+        live: BatchOptions,
+    ) -> Result<BatchResult, ToolError> {
         let store = self.durable.store.as_ref();
         let Some((mut record, version)) = get_as::<RunRecord>(store, Namespace::Run, run_id)
             .await
@@ -366,7 +377,10 @@ impl Engine {
             approved: Arc::new(approved),
             ..Pass::new(self.durable.clone(), Arc::from(run_id), &record.calls, true)
         };
-        let options = record.options.clone();
+        let mut options = record.options.clone();
+        options.cancel = live.cancel;
+        options.events = live.events;
+        options.host = live.host;
         let out = Batch::new(
             self,
             record.calls.clone(),
@@ -482,7 +496,7 @@ async fn persist(
     record.resuming = None;
 
     if options.atomic && failed {
-        let report = rollback::compensate(engine, &mut record, None).await;
+        let report = rollback::compensate(engine, &mut record, None, options.host.clone()).await;
         out.rollback = Some(report);
     }
     record.state = if pending {
