@@ -8,7 +8,7 @@ use crate::digest::hash_value;
 use crate::engine::Engine;
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
-use crate::handler::BoxFuture;
+use crate::handler::{BoxFuture, HostData};
 use crate::policy::{Policy, Risk};
 use crate::preference::{Preference, Remember};
 use crate::schema::arguments_envelope;
@@ -99,6 +99,18 @@ pub struct ApprovalQuery {
 pub trait ApprovalPredicate: Send + Sync + 'static {
     /// Whether this call needs a human decision.
     fn requires_approval(&self, query: ApprovalQuery) -> BoxFuture<Result<bool, String>>;
+
+    /// Whether this call of a batch started with [`BatchOptions::host`](crate::BatchOptions)
+    /// needs a human decision (see [`PolicyHook::check_hosted`](crate::PolicyHook::check_hosted)).
+    /// By default, [`requires_approval`](ApprovalPredicate::requires_approval).
+    fn requires_approval_hosted(
+        &self,
+        query: ApprovalQuery,
+        host: Option<HostData>,
+    ) -> BoxFuture<Result<bool, String>> {
+        let _ = host;
+        self.requires_approval(query)
+    }
 }
 
 struct FnPredicate<F>(F);
@@ -313,11 +325,23 @@ pub async fn needs_approval(
     predicate: Option<&Arc<dyn ApprovalPredicate>>,
     query: impl FnOnce() -> ApprovalQuery,
 ) -> (bool, Option<String>) {
+    needs_approval_hosted(policy, rules, predicate, query, None).await
+}
+
+/// [`needs_approval`], handing the batch's host data to the predicate
+/// ([`ApprovalPredicate::requires_approval_hosted`]).
+pub async fn needs_approval_hosted(
+    policy: &Policy,
+    rules: &ApprovalRules,
+    predicate: Option<&Arc<dyn ApprovalPredicate>>,
+    query: impl FnOnce() -> ApprovalQuery,
+    host: Option<HostData>,
+) -> (bool, Option<String>) {
     match policy.approval.required {
         ApprovalRequirement::Never => (false, None),
         ApprovalRequirement::Always => (true, None),
         ApprovalRequirement::Auto => match predicate {
-            Some(p) => match p.requires_approval(query()).await {
+            Some(p) => match p.requires_approval_hosted(query(), host).await {
                 Ok(needed) => (needed, None),
                 Err(e) => (true, Some(format!("the approval predicate failed: {e}"))),
             },

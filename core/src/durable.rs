@@ -225,16 +225,19 @@ async fn guard(job: &mut Job, result: &mut CallResult, guarded: &mut Guarded) ->
             }
         }
     } else {
-        let (needed, why) =
-            approval::needs_approval(policy, &d.shared.rules, d.shared.predicate.as_ref(), || {
-                ApprovalQuery {
-                    tool: tool.spec.name.clone(),
-                    arguments: job.arguments.clone(),
-                    caller: caller.clone(),
-                    risk: policy.risk,
-                }
-            })
-            .await;
+        let (needed, why) = approval::needs_approval_hosted(
+            policy,
+            &d.shared.rules,
+            d.shared.predicate.as_ref(),
+            || ApprovalQuery {
+                tool: tool.spec.name.clone(),
+                arguments: job.arguments.clone(),
+                caller: caller.clone(),
+                risk: policy.risk,
+            },
+            job.host.clone(),
+        )
+        .await;
         if needed {
             match Preference::find(store, &caller, &tool.spec.name, &job.arguments).await {
                 Ok(Some(pref)) => {
