@@ -172,14 +172,25 @@ def test_events_stream_as_they_happen_and_serve_the_ui_stream() -> None:
     assert '"type":"tool-output-available"' in body and body.endswith("data: [DONE]\n\n")
 
 
-def test_a_python_model_can_stream_through_emit() -> None:
-    async def model(request: dict[str, Any], emit: Emit) -> Any:
-        assert emit.streaming
+@pytest.mark.parametrize("kind", ["async", "sync"])
+def test_a_python_model_can_stream_through_emit(kind: str) -> None:
+    async def async_model(request: dict[str, Any], emit: Emit) -> Any:
+        assert emit.streaming and request["stream"]
         for piece in ("Hel", "lo"):
             emit({"type": "text_delta", "delta": piece})
         return "Hello"
 
-    agent = Agent(tooljig.Engine(), ModelClient(model), options={"mode": "talk_first"})
+    def sync_model(request: dict[str, Any], emit: Emit) -> Any:
+        # On a worker thread: emitting from there is safe too.
+        assert threading.current_thread() is not threading.main_thread()
+        for piece in ("Hel", "lo"):
+            emit({"type": "text_delta", "delta": piece})
+        with pytest.raises(tooljig.InvalidInputError, match="stream event"):
+            emit({"type": "nonsense"})
+        return "Hello"
+
+    model = ModelClient(async_model if kind == "async" else sync_model)
+    agent = Agent(tooljig.Engine(), model, options={"mode": "talk_first"})
 
     async def main() -> list[dict[str, Any]]:
         return [e async for e in agent.stream(AgentState(), "hi")]
@@ -346,7 +357,7 @@ def test_cancelling_a_run_leaves_the_state_as_it_was() -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        for _ in range(100):
+        for _ in range(1000):
             if not state.running:
                 break
             await asyncio.sleep(0.01)
