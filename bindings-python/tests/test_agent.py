@@ -70,9 +70,20 @@ def test_multi_round_with_parallel_calls_and_an_async_python_model() -> None:
                 ]
             }
         if round_ == 1:
-            temps = {r["envelope"]["data"]["city"]: r["envelope"]["data"]["temp_c"] for r in last_tool_results(request)}
+            temps = {
+                r["envelope"]["data"]["city"]: r["envelope"]["data"]["temp_c"]
+                for r in last_tool_results(request)
+            }
             warmer = max(temps, key=lambda c: temps[c])
-            return {"tool_calls": [{"id": "c3", "name": "schedule_meeting", "arguments": {"person": warmer, "duration_min": 30}}]}
+            return {
+                "tool_calls": [
+                    {
+                        "id": "c3",
+                        "name": "schedule_meeting",
+                        "arguments": {"person": warmer, "duration_min": 30},
+                    }
+                ]
+            }
         return f"Met in the warmer city: {last_tool_results(request)[0]['envelope']['data']['person']}."
 
     agent = Agent(travel_engine(log), ModelClient(model), options={"system": "Be brief."})
@@ -83,7 +94,10 @@ def test_multi_round_with_parallel_calls_and_an_async_python_model() -> None:
     assert sorted(log[:2]) == ["weather:Oslo", "weather:Rome"]
     assert log[2] == "meeting:Rome:30"
     assert out.counters["tool_calls"] == 3 and out.counters["tool_successes"] == 3
-    assert requests[0]["tools"] and requests[0]["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert requests[0]["tools"] and requests[0]["messages"][0] == {
+        "role": "system",
+        "content": "Be brief.",
+    }
     # The state was updated in place: the whole conversation, results in call order.
     roles = [m["role"] for m in state.messages]
     assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
@@ -98,11 +112,27 @@ def test_needs_becomes_a_question_and_the_answer_continues_the_run() -> None:
         # A sync model (an SDK that blocks): it runs on a worker thread.
         users = [m["content"] for m in request["messages"] if m["role"] == "user"]
         results = last_tool_results(request)
-        if results and results[-1]["envelope"].get("ok") and request["messages"][-1]["role"] == "tool":
+        if (
+            results
+            and results[-1]["envelope"].get("ok")
+            and request["messages"][-1]["role"] == "tool"
+        ):
             return "Scheduled 45 minutes with Dana."
         if len(users) == 1:
-            return {"tool_calls": [{"id": "m1", "name": "schedule_meeting", "arguments": {"person": "Dana"}}]}
-        return {"tool_calls": [{"id": "m2", "name": "schedule_meeting", "arguments": {"person": "Dana", "duration_min": 45}}]}
+            return {
+                "tool_calls": [
+                    {"id": "m1", "name": "schedule_meeting", "arguments": {"person": "Dana"}}
+                ]
+            }
+        return {
+            "tool_calls": [
+                {
+                    "id": "m2",
+                    "name": "schedule_meeting",
+                    "arguments": {"person": "Dana", "duration_min": 45},
+                }
+            ]
+        }
 
     agent = Agent(travel_engine(log), ModelClient(model, name="planner"))
     state = AgentState("Set a meeting with Dana")
@@ -129,7 +159,11 @@ def test_a_model_that_never_stops_gets_a_final_answer_at_the_step_limit() -> Non
         offered.append(tools_allowed)
         if tools_allowed:
             n = len(offered)
-            return {"tool_calls": [{"id": f"w{n}", "name": "get_weather", "arguments": {"city": "Oslo"}}]}
+            return {
+                "tool_calls": [
+                    {"id": f"w{n}", "name": "get_weather", "arguments": {"city": "Oslo"}}
+                ]
+            }
         return "I checked Oslo's weather several times: 4°C."
 
     model = ModelClient(looper)
@@ -164,7 +198,11 @@ def test_events_stream_as_they_happen_and_serve_the_ui_stream() -> None:
     events, outcome = asyncio.run(main())
     types = [e["type"] for e in events]
     assert types[0] == "start" and types[-1] == "finish"
-    assert types.index("tool_input_available") < types.index("tool_output_available") < types.index("text_delta")
+    assert (
+        types.index("tool_input_available")
+        < types.index("tool_output_available")
+        < types.index("text_delta")
+    )
     assert "".join(e["delta"] for e in events if e["type"] == "text_delta") == "It is 4°C in Oslo."
     assert outcome.answer == "It is 4°C in Oslo."
     ui = UiMessageStream("msg")
@@ -207,7 +245,9 @@ def test_fallback_moves_on_after_model_errors_and_a_failing_model_still_answers(
         raise ModelError("server", "overloaded", status=529)
 
     backup = ScriptedModel("backup", ["From the backup."])
-    chain = FallbackChain([ModelClient(flaky, name="flaky"), backup], threshold=1, cooldown_ms=60_000)
+    chain = FallbackChain(
+        [ModelClient(flaky, name="flaky"), backup], threshold=1, cooldown_ms=60_000
+    )
     out = Agent(tooljig.Engine(), chain).run_sync(AgentState("hi"))
     assert out.answer == "From the backup."
     assert calls["n"] == 1
@@ -297,12 +337,17 @@ def test_http_model_replays_a_recorded_stream_after_a_429(
         pytest.skip("no recorded text-only Chat Completions stream in this corpus sample")
     data, text = recorded
     bodies.extend([b"429", data])
-    model = HttpModel.openai_compatible("gpt-test", base_url=url, api_key="test-key", max_retries=2, initial_backoff_ms=5)
+    model = HttpModel.openai_compatible(
+        "gpt-test", base_url=url, api_key="test-key", max_retries=2, initial_backoff_ms=5
+    )
     out = Agent(tooljig.Engine(), model).run_sync(AgentState("hello"))
     assert (out.status, out.reason) == ("finished", "answered")
     assert out.answer == text
     assert len(seen) == 2
-    assert seen[1]["model"] == "gpt-test" and seen[1]["messages"][-1] == {"role": "user", "content": "hello"}
+    assert seen[1]["model"] == "gpt-test" and seen[1]["messages"][-1] == {
+        "role": "user",
+        "content": "hello",
+    }
 
 
 # --- suspension, cancellation, the JSON protocol ------------------------------------------
@@ -335,7 +380,10 @@ def test_a_client_side_tool_suspends_the_run_which_resumes_with_its_result() -> 
     out = agent.resume_with_results_sync(state, [result])
     assert (out.status, out.reason) == ("finished", "answered")
     assert out.answer == "You picked report.pdf."
-    assert model.requests()[1]["messages"][-1]["results"][0]["envelope"] == {"ok": True, "data": "report.pdf"}
+    assert model.requests()[1]["messages"][-1]["results"][0]["envelope"] == {
+        "ok": True,
+        "data": "report.pdf",
+    }
 
 
 def test_cancelling_a_run_leaves_the_state_as_it_was() -> None:
@@ -399,7 +447,12 @@ def test_json_protocol_agent_runs_dependent_calls() -> None:
             "calls": [
                 {"id": "a", "tool": "get_weather", "params": {"city": "Oslo"}},
                 {"id": "b", "tool": "get_weather", "params": {"city": "Rome"}},
-                {"id": "c", "tool": "schedule_meeting", "params": {"person": "Rome", "duration_min": 15}, "dependsOn": ["a", "b"]},
+                {
+                    "id": "c",
+                    "tool": "schedule_meeting",
+                    "params": {"person": "Rome", "duration_min": 15},
+                    "dependsOn": ["a", "b"],
+                },
             ],
         }
     )
@@ -435,7 +488,9 @@ def test_http_anthropic_model_runs_a_recorded_tool_use_stream_through_a_python_t
     model = HttpModel.anthropic("claude-test", base_url=url, api_key="test-key")
 
     async def main() -> tuple[list[dict[str, Any]], tooljig.RunOutcome]:
-        stream = Agent(engine, model, options={"max_tokens": 256}).stream(AgentState(), "Weather in Paris?")
+        stream = Agent(engine, model, options={"max_tokens": 256}).stream(
+            AgentState(), "Weather in Paris?"
+        )
         return [e async for e in stream], stream.outcome
 
     events, out = asyncio.run(main())
@@ -444,7 +499,13 @@ def test_http_anthropic_model_runs_a_recorded_tool_use_stream_through_a_python_t
     assert out.answer == answer["content"]
     partials = [e["partial"] for e in events if e["type"] == "tool_input_delta" and "partial" in e]
     assert partials[-1] == {"location": "Paris"}
-    assert any(e["type"] == "tool_output_available" and e["call_id"] == "toolu_01NRLabsLyVHZPKxbKvkfSMn" for e in events)
+    assert any(
+        e["type"] == "tool_output_available" and e["call_id"] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"
+        for e in events
+    )
     # The second request carries the tool result as Anthropic's tool_result block.
     blocks = seen[1]["messages"][-1]["content"]
-    assert blocks[0]["type"] == "tool_result" and blocks[0]["tool_use_id"] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"
+    assert (
+        blocks[0]["type"] == "tool_result"
+        and blocks[0]["tool_use_id"] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"
+    )

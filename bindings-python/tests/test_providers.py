@@ -57,7 +57,9 @@ def test_openai_tools_and_strict_mode() -> None:
     params = strict["parameters"]
     assert sorted(params["required"]) == ["city", "unit"]
     assert params["additionalProperties"] is False
-    assert Provider("openai_chat", strict=True).tools([WEATHER]) == chat.tools([WEATHER], strict=True)
+    assert Provider("openai_chat", strict=True).tools([WEATHER]) == chat.tools(
+        [WEATHER], strict=True
+    )
 
 
 def test_to_strict_makes_optional_fields_nullable() -> None:
@@ -69,7 +71,9 @@ def test_to_strict_makes_optional_fields_nullable() -> None:
 
 def test_drop_strict_nulls_restores_optional_fields() -> None:
     turn = {
-        "tool_calls": [{"id": "c1", "name": "get_weather", "arguments": '{"city": "Oslo", "unit": null}'}],
+        "tool_calls": [
+            {"id": "c1", "name": "get_weather", "arguments": '{"city": "Oslo", "unit": null}'}
+        ],
         "finish_reason": "tool_calls",
     }
     cleaned = drop_strict_nulls(turn, [WEATHER])
@@ -87,8 +91,16 @@ def test_openai_response_to_batch_to_tool_messages_round_trip() -> None:
                     "role": "assistant",
                     "content": None,
                     "tool_calls": [
-                        {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'}},
-                        {"id": "call_b", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Rome"}'}},
+                        {
+                            "id": "call_a",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'},
+                        },
+                        {
+                            "id": "call_b",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city":"Rome"}'},
+                        },
                     ],
                 },
                 "finish_reason": "tool_calls",
@@ -106,15 +118,25 @@ def test_openai_response_to_batch_to_tool_messages_round_trip() -> None:
     messages = chat.tool_results(results)
     assert [m["tool_call_id"] for m in messages] == ["call_a", "call_b"]
     assert all(m["role"] == "tool" for m in messages)
-    assert json.loads(messages[1]["content"]) == {"ok": True, "data": {"city": "Rome", "temp": 21, "unit": "c"}}
+    assert json.loads(messages[1]["content"]) == {
+        "ok": True,
+        "data": {"city": "Rome", "temp": 21, "unit": "c"},
+    }
     # The whole conversation goes out in the provider's shape and comes back the same.
     conversation = [
         {"role": "user", "content": "Weather in Oslo and Rome?"},
         {"role": "assistant", "content": "", "tool_calls": turn["tool_calls"]},
-        {"role": "tool", "results": [{"call_id": r.call_id, "name": r.tool, "envelope": r.envelope} for r in results]},
+        {
+            "role": "tool",
+            "results": [
+                {"call_id": r.call_id, "name": r.tool, "envelope": r.envelope} for r in results
+            ],
+        },
     ]
     wire = chat.messages(conversation)
-    assert chat.parse_messages(wire) == chat.parse_messages(chat.messages(chat.parse_messages(wire)))
+    assert chat.parse_messages(wire) == chat.parse_messages(
+        chat.messages(chat.parse_messages(wire))
+    )
     back = chat.parse_messages(wire)
     assert back[2]["results"][1]["envelope"] == results[1].envelope
 
@@ -125,7 +147,12 @@ def test_anthropic_results_are_content_blocks_with_is_error() -> None:
         {
             "content": [
                 {"type": "text", "text": "Checking."},
-                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "get_weather",
+                    "input": {"city": "Oslo"},
+                },
                 {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {}},
             ],
             "stop_reason": "tool_use",
@@ -150,12 +177,25 @@ def test_gemini_and_responses_formats() -> None:
     decl = gemini.tools([WEATHER])
     assert decl[0]["functionDeclarations"][0]["name"] == "get_weather"
     turn = gemini.parse_response(
-        {"candidates": [{"content": {"parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Oslo"}}}]}, "finishReason": "STOP"}]}
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "parts": [
+                            {"functionCall": {"name": "get_weather", "args": {"city": "Oslo"}}}
+                        ]
+                    },
+                    "finishReason": "STOP",
+                }
+            ]
+        }
     )
     assert turn["tool_calls"][0]["name"] == "get_weather"
     responses = Provider("openai_responses")
     assert responses.tools([WEATHER])[0]["name"] == "get_weather"
-    body = responses.request({"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER]})
+    body = responses.request(
+        {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER]}
+    )
     assert body["model"] == "gpt-4.1"
     assert body["tools"][0]["name"] == "get_weather"
 
@@ -168,7 +208,10 @@ def test_request_puts_the_system_prompt_where_the_provider_wants_it() -> None:
     }
     body = Provider("anthropic").request(request)
     assert body["system"] == "Be brief."
-    assert body["messages"] == [{"role": "user", "content": "hi"}] or body["messages"][0]["role"] == "user"
+    assert (
+        body["messages"] == [{"role": "user", "content": "hi"}]
+        or body["messages"][0]["role"] == "user"
+    )
     chat = Provider("openai_chat").request(request)
     assert chat["messages"][0] == {"role": "system", "content": "Be brief."}
 

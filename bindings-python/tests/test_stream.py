@@ -134,8 +134,18 @@ def test_ui_message_stream_frames_a_run() -> None:
         {"type": "step_start", "step": 1},
         {"type": "tool_input_start", "call_id": "c1", "tool": "get_weather"},
         {"type": "tool_input_delta", "call_id": "c1", "delta": '{"city":"Oslo"}'},
-        {"type": "tool_input_available", "call_id": "c1", "tool": "get_weather", "input": {"city": "Oslo"}},
-        {"type": "tool_output_available", "call_id": "c1", "tool": "get_weather", "output": {"ok": True, "data": 4}},
+        {
+            "type": "tool_input_available",
+            "call_id": "c1",
+            "tool": "get_weather",
+            "input": {"city": "Oslo"},
+        },
+        {
+            "type": "tool_output_available",
+            "call_id": "c1",
+            "tool": "get_weather",
+            "output": {"ok": True, "data": 4},
+        },
         {"type": "text_delta", "delta": "It is 4°C."},
         {"type": "finish", "finish_reason": "stop"},
     ]
@@ -146,7 +156,14 @@ def test_ui_message_stream_frames_a_run() -> None:
     assert frames[-1] == "data: [DONE]"
     chunks = [json.loads(f.removeprefix("data: ")) for f in frames[:-1]]
     kinds = [c["type"] for c in chunks]
-    for kind in ("tool-input-start", "tool-input-delta", "tool-input-available", "tool-output-available", "text-delta", "finish"):
+    for kind in (
+        "tool-input-start",
+        "tool-input-delta",
+        "tool-input-available",
+        "tool-output-available",
+        "text-delta",
+        "finish",
+    ):
         assert kind in kinds
     assert kinds.index("text-delta") > kinds.index("tool-output-available")
     assert ("x-vercel-ai-ui-message-stream", "v1") in UI_MESSAGE_STREAM_HEADERS

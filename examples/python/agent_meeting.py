@@ -28,7 +28,12 @@ def schedule_meeting(person: str, duration_min: int | None = None) -> dict[str, 
     """
     if duration_min is None:
         raise tooljig.Needs("duration_min")
-    return {"scheduled": True, "person": person, "duration_min": duration_min, "at": "tomorrow 10:00"}
+    return {
+        "scheduled": True,
+        "person": person,
+        "duration_min": duration_min,
+        "at": "tomorrow 10:00",
+    }
 
 
 def model(request: dict[str, Any], emit: Emit) -> Any:
@@ -43,11 +48,17 @@ def model(request: dict[str, Any], emit: Emit) -> Any:
         return "Could you tell me how long the meeting should be?"
     if not request["tools"] or request["tool_choice"] == "none":
         return "How long should the meeting be?"
-    minutes = [int(w) for m in messages if m["role"] == "user" for w in m["content"].split() if w.isdigit()]
+    minutes = [
+        int(w) for m in messages if m["role"] == "user" for w in m["content"].split() if w.isdigit()
+    ]
     arguments: dict[str, Any] = {"person": "Aviad"}
     if minutes:
         arguments["duration_min"] = minutes[-1]
-    return {"tool_calls": [{"id": f"call_{len(messages)}", "name": "schedule_meeting", "arguments": arguments}]}
+    return {
+        "tool_calls": [
+            {"id": f"call_{len(messages)}", "name": "schedule_meeting", "arguments": arguments}
+        ]
+    }
 
 
 def main() -> None:

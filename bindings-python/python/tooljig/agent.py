@@ -37,6 +37,7 @@ from tooljig import _native
 from tooljig._native import AgentState, Caller, Emit, Model
 from tooljig.engine import Engine
 from tooljig.errors import TooljigError
+from tooljig.schema import is_async_callable
 
 __all__ = [
     "Agent",
@@ -112,7 +113,9 @@ class ModelError(TooljigError):
         retry_after_ms: int | None = None,
     ) -> None:
         if kind not in MODEL_ERROR_KINDS:
-            raise ValueError(f"unknown model error kind {kind!r}; expected one of {MODEL_ERROR_KINDS}")
+            raise ValueError(
+                f"unknown model error kind {kind!r}; expected one of {MODEL_ERROR_KINDS}"
+            )
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
@@ -152,7 +155,7 @@ def _wrap(fn: ModelFn) -> Callable[[dict[str, Any], Emit], Any]:
         except ModelError as e:
             return {"error": e.to_dict()}
 
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004
+    if is_async_callable(fn):
 
         async def invoke_async(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
             return await finish(fn(request, emit))  # type: ignore[arg-type]
@@ -196,7 +199,11 @@ def ScriptedModel(  # noqa: N802 - a constructor
     provider; ``then_forever`` answers every request after the script. ``model.requests()``
     lists what it received."""
     played = [
-        dict(s) if isinstance(s, Mapping) and "error" in s and "finish_reason" not in s else turn_dict(s)
+        (
+            dict(s)
+            if isinstance(s, Mapping) and "error" in s and "finish_reason" not in s
+            else turn_dict(s)
+        )
         for s in steps
     ]
     forever = turn_dict(then_forever) if then_forever is not None else None
@@ -284,7 +291,10 @@ class Agent:
         options: AgentOptions | Mapping[str, Any] | None = None,
     ) -> None:
         self._native = _native.Agent(
-            engine._native, model, responder=responder, options=dict(options) if options is not None else None
+            engine._native,
+            model,
+            responder=responder,
+            options=dict(options) if options is not None else None,
         )
 
     @property
@@ -293,17 +303,30 @@ class Agent:
         options: dict[str, Any] = self._native.options
         return options
 
-    async def run(self, state: AgentState, *, caller: CallerLike = None, mode: Literal["act_first", "talk_first", "auto"] | None = None) -> RunOutcome:
+    async def run(
+        self,
+        state: AgentState,
+        *,
+        caller: CallerLike = None,
+        mode: Literal["act_first", "talk_first", "auto"] | None = None,
+    ) -> RunOutcome:
         """Runs the conversation in ``state`` (ending with a user message) until the model
         answers, asks a question, suspends, or a limit ends it."""
         return await self._await(self._native.start(state, "run", caller=caller, mode=mode))
 
     async def send(
-        self, state: AgentState, message: str, *, caller: CallerLike = None, mode: Literal["act_first", "talk_first", "auto"] | None = None
+        self,
+        state: AgentState,
+        message: str,
+        *,
+        caller: CallerLike = None,
+        mode: Literal["act_first", "talk_first", "auto"] | None = None,
     ) -> RunOutcome:
         """Adds the user's message (a request, or the answer to a clarifying question) and
         runs."""
-        return await self._await(self._native.start(state, "send", message=message, caller=caller, mode=mode))
+        return await self._await(
+            self._native.start(state, "send", message=message, caller=caller, mode=mode)
+        )
 
     async def resume(self, state: AgentState, *, caller: CallerLike = None) -> RunOutcome:
         """Continues a suspended run whose pending calls were settled through the engine's
@@ -319,12 +342,23 @@ class Agent:
             self._native.start(state, "resume_with_results", results=list(results), caller=caller)
         )
 
-    def run_sync(self, state: AgentState, *, caller: CallerLike = None, mode: Literal["act_first", "talk_first", "auto"] | None = None) -> RunOutcome:
+    def run_sync(
+        self,
+        state: AgentState,
+        *,
+        caller: CallerLike = None,
+        mode: Literal["act_first", "talk_first", "auto"] | None = None,
+    ) -> RunOutcome:
         """:meth:`run` for code without an event loop."""
         return _sync(self.run(state, caller=caller, mode=mode))
 
     def send_sync(
-        self, state: AgentState, message: str, *, caller: CallerLike = None, mode: Literal["act_first", "talk_first", "auto"] | None = None
+        self,
+        state: AgentState,
+        message: str,
+        *,
+        caller: CallerLike = None,
+        mode: Literal["act_first", "talk_first", "auto"] | None = None,
     ) -> RunOutcome:
         """:meth:`send` for code without an event loop."""
         return _sync(self.send(state, message, caller=caller, mode=mode))
@@ -363,7 +397,9 @@ class Agent:
             op, kw = "resume", {}
         else:
             op, kw = "run", {"mode": mode}
-        return AgentEventStream(lambda: self._native.start(state, op, caller=caller, events=True, **kw))
+        return AgentEventStream(
+            lambda: self._native.start(state, op, caller=caller, events=True, **kw)
+        )
 
     @staticmethod
     async def _await(run: _native.AgentRun) -> RunOutcome:
@@ -379,7 +415,10 @@ def _sync(coro: Awaitable[RunOutcome]) -> RunOutcome:
     else:
         if inspect.iscoroutine(coro):
             coro.close()
-        raise RuntimeError("the *_sync methods block, so they cannot be called from a running event loop; await the async ones there")
+        raise RuntimeError(
+            "the *_sync methods block, so they cannot be called from a running event loop; "
+            "await the async ones there"
+        )
 
     async def main() -> RunOutcome:
         return await coro
