@@ -180,7 +180,11 @@ impl Agent {
                 "the suspended batch was not persisted by the engine; resume it with `resume_with_results`",
             ));
         };
-        let resumed = self.engine.resume(&run_id).await?;
+        let live = BatchOptions {
+            host: self.host.clone(),
+            ..Default::default()
+        };
+        let resumed = self.engine.resume_with(&run_id, live).await?;
         Ok(self
             .continue_with(state, resumed.results, caller, events)
             .await)
