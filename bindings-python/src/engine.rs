@@ -3,6 +3,7 @@
 use crate::batch::{CancelOnCancelled, PyBatch};
 use crate::caller::PyCaller;
 use crate::convert;
+use crate::durable::{self, PyApprovalPredicate};
 use crate::error::{self, IntoPyErr};
 use crate::guards::{self, PyPolicyHook, PyResolver};
 use crate::handler::{Kind, PyHandler};
@@ -42,7 +43,9 @@ impl PyEngine {
         external_expiry_ms = None,
         audit = None,
         policy_hook = None,
-        resolvers = None
+        resolvers = None,
+        state_store = None,
+        approval_predicate = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -55,6 +58,8 @@ impl PyEngine {
         audit: Option<&Bound<'_, PyAny>>,
         policy_hook: Option<(Py<PyAny>, bool)>,
         resolvers: Option<HashMap<String, (Py<PyAny>, bool)>>,
+        state_store: Option<&Bound<'_, PyAny>>,
+        approval_predicate: Option<(Py<PyAny>, bool)>,
     ) -> PyResult<Self> {
         let mut engine = match schema_resources {
             Some(r) => {
@@ -88,6 +93,13 @@ impl PyEngine {
         }
         for (name, (resolver, is_async)) in resolvers.unwrap_or_default() {
             engine = engine.with_resolver(name, Arc::new(PyResolver::new(resolver, is_async)));
+        }
+        if let Some(store) = state_store.filter(|s| !s.is_none()) {
+            engine = engine.state_store(durable::state_store(py, store)?);
+        }
+        if let Some((predicate, is_async)) = approval_predicate {
+            engine =
+                engine.approval_predicate(Arc::new(PyApprovalPredicate::new(predicate, is_async)));
         }
         Ok(PyEngine {
             inner: Arc::new(engine),
@@ -126,6 +138,24 @@ impl PyEngine {
             None => Tool::external(spec),
         };
         self.inner.register(tool).map_err(|e| e.into_py_err(py))
+    }
+
+    /// Starts an operation on durable runs (`{"op": "resume", "run_id": ...}`, ...; see
+    /// `durable.rs`) on the running event loop; returns its future.
+    fn durable<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        durable::start(py, self.inner.clone(), args)
+    }
+
+    /// Registers `invoke(input, ctx)` as the compensation of `tool`, run by a rollback with
+    /// `{"arguments": ..., "result": ...}` of the call it undoes.
+    fn compensate_with(&self, tool: String, invoke: Py<PyAny>, is_async: bool) {
+        let kind = if is_async { Kind::Async } else { Kind::Sync };
+        self.inner
+            .compensate_with(tool, Arc::new(PyHandler::new(invoke, kind)));
     }
 
     /// The enabled flags in force, as a dict.

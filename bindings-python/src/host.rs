@@ -30,7 +30,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
-use tooljig::{BatchResult, ErrorCode, Event, HandlerError, HandlerResult, ToolContext};
+use tooljig::{BatchResult, ErrorCode, Event, HandlerError, HandlerResult, ToolContext, ToolError};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -46,6 +46,9 @@ pub enum Msg {
     Event(Event),
     /// The batch finished.
     Done(BatchResult),
+    /// A durable-run operation (`durable.rs`) answered: a JSON value, or the core's refusal,
+    /// raised as `tooljig.ToolError`.
+    Reply(Result<Value, ToolError>),
 }
 
 /// A task to start on the loop.
@@ -282,6 +285,7 @@ impl BatchHost {
                 Msg::Cancel(slot) => cancel_task(py, &slot),
                 Msg::Event(event) => self.push_event(py, event),
                 Msg::Done(out) => self.finish(py, out),
+                Msg::Reply(out) => self.reply(py, out),
             };
             if let Err(e) = handled {
                 // Nothing awaits these errors; report them as asyncio reports a failing callback.
@@ -381,6 +385,23 @@ impl BatchHost {
         if let (Some(waiter), Some(events)) = (waiter, events) {
             resolve(waiter.bind(py), events.into_any())?;
         }
+        Ok(())
+    }
+
+    fn reply(&self, py: Python<'_>, out: Result<Value, ToolError>) -> PyResult<()> {
+        let future = {
+            let mut side = lock(&self.side);
+            side.done = true;
+            side.result.clone_ref(py)
+        };
+        let future = future.bind(py);
+        if future.call_method0("done")?.is_truthy()? {
+            return Ok(());
+        }
+        match out {
+            Ok(value) => future.call_method1("set_result", (convert::to_py(py, &value)?,))?,
+            Err(e) => future.call_method1("set_exception", (outcome::to_py_error(py, &e)?,))?,
+        };
         Ok(())
     }
 

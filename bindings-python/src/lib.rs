@@ -14,6 +14,7 @@ pub mod batch;
 pub mod caller;
 pub mod context;
 pub mod convert;
+pub mod durable;
 pub mod engine;
 pub mod error;
 pub mod events;

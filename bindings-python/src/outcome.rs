@@ -85,7 +85,8 @@ fn tool_error(obj: &Bound<'_, PyAny>) -> HandlerError {
     }
 }
 
-fn read_tool_error(obj: &Bound<'_, PyAny>) -> Result<ToolError, String> {
+/// Reads a `tooljig.ToolError` instance as the core's error.
+pub fn read_tool_error(obj: &Bound<'_, PyAny>) -> Result<ToolError, String> {
     let text = |name: &str| -> Result<String, String> {
         obj.getattr(name)
             .and_then(|v| v.str())
@@ -108,6 +109,20 @@ fn read_tool_error(obj: &Bound<'_, PyAny>) -> Result<ToolError, String> {
         }
     }
     Ok(err)
+}
+
+/// The core's refusal as a `tooljig.ToolError` instance, to raise: its `code`, `message`,
+/// `retryable` and `details` (e.g. the `reason` a durable-run refusal names).
+pub fn to_py_error<'py>(py: Python<'py>, e: &ToolError) -> PyResult<Bound<'py, PyAny>> {
+    let kwargs = PyDict::new(py);
+    for (k, v) in &e.details {
+        kwargs.set_item(k, convert::to_py(py, v)?)?;
+    }
+    kwargs.set_item("retryable", e.retryable)?;
+    classes(py)?
+        .tool_error
+        .bind(py)
+        .call((e.code.as_str(), e.message.as_str()), Some(&kwargs))
 }
 
 /// Details may not shadow the envelope's own keys.

@@ -161,6 +161,8 @@ impl PyCallResult {
 pub struct PyBatchResult {
     results: Vec<Py<PyCallResult>>,
     duration_us: u64,
+    run_id: Option<String>,
+    rollback: Option<Value>,
 }
 
 impl PyBatchResult {
@@ -174,6 +176,10 @@ impl PyBatchResult {
         Ok(PyBatchResult {
             results,
             duration_us: out.duration_us,
+            run_id: out.run_id,
+            rollback: out
+                .rollback
+                .map(|r| serde_json::to_value(r).unwrap_or(Value::Null)),
         })
     }
 }
@@ -184,6 +190,19 @@ impl PyBatchResult {
     #[getter]
     fn duration_us(&self) -> u64 {
         self.duration_us
+    }
+
+    /// The id of the durable run this batch is (resume it, roll it back, submit client
+    /// results to it), or None when nothing was kept.
+    #[getter]
+    fn run_id(&self) -> Option<&str> {
+        self.run_id.as_deref()
+    }
+
+    /// What an atomic batch's automatic rollback did (`{"entries": [...]}`), or None.
+    #[getter]
+    fn rollback<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, self.rollback.as_ref().unwrap_or(&Value::Null))
     }
 
     /// The results as a list, in call order.
@@ -209,14 +228,21 @@ impl PyBatchResult {
         Ok(list)
     }
 
-    /// The whole batch as a dict: `{"results": [...], "duration_us": n}`.
+    /// The whole batch as a dict: `{"results": [...], "duration_us": n}`, with `run_id` and
+    /// `rollback` when set.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let results: Vec<Value> = self
             .results
             .iter()
             .map(|r| r.get().inner.to_value())
             .collect();
-        let value = serde_json::json!({"results": results, "duration_us": self.duration_us});
+        let mut value = serde_json::json!({"results": results, "duration_us": self.duration_us});
+        if let Some(id) = &self.run_id {
+            value["run_id"] = Value::String(id.clone());
+        }
+        if let Some(r) = &self.rollback {
+            value["rollback"] = r.clone();
+        }
         convert::to_py(py, &value)
     }
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import tooljig
-from support import compare, guards
+from support import compare, durable, guards
 from support.scripts import make_handler
 from support.vectors import VectorError, default_dir, discover, load, unexposed_keys
 
@@ -68,6 +68,9 @@ async def run(vector, *, sync: bool) -> list[str]:
         audit=tooljig.MemoryAudit(),
         resolvers=guards.resolvers(vector.resolvers, sync=sync),
         policy_hook=guards.policy_hook(vector.policy_hook, sync=sync) if vector.policy_hook is not None else None,
+        approval_predicate=durable.approval_predicate(vector.approval_predicate, sync=sync)
+        if vector.approval_predicate is not None
+        else None,
     )
     invocations: Counter[str] = Counter()
     lock = threading.Lock()
@@ -123,6 +126,9 @@ async def run(vector, *, sync: bool) -> list[str]:
             compare.results(step.expect["results"], later, step_problems)
         guards.check_audit(engine, before, later, step.expect.get("audit"), step_problems)
         problems.extend(f"then[{i}]: {p}" for p in step_problems)
+    if vector.expect.get("rollback") is not None:
+        durable.check_rollback(vector.expect["rollback"], out.rollback, "expect.rollback", problems)
+    await durable.run_steps(engine, vector.caller, out, vector.steps, problems)
     for tool, want in (vector.expect.get("invocations") or {}).items():
         got = invocations[tool]
         if got != want:

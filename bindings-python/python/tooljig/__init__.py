@@ -24,6 +24,7 @@ from tooljig._native import BatchResult, CallResult, Caller, Event, ToolContext
 from tooljig.audit import JsonlAudit, MemoryAudit, SqliteAudit
 from tooljig.calls import Call
 from tooljig.codes import ErrorCode
+from tooljig.durable import MemoryStore, SqliteStore
 from tooljig.engine import Engine, EventStream
 from tooljig.errors import (
     DuplicateToolError,
@@ -62,11 +63,13 @@ __all__ = [
     "InvalidToolNameError",
     "JsonlAudit",
     "MemoryAudit",
+    "MemoryStore",
     "Needs",
     "RegistrationError",
     "Retry",
     "ShutdownError",
     "SqliteAudit",
+    "SqliteStore",
     "ToolContext",
     "ToolError",
     "TooljigError",

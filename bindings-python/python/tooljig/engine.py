@@ -16,6 +16,7 @@ from tooljig import _native
 from tooljig._native import BatchResult, Caller, Event
 from tooljig.audit import AuditLog, JsonlAudit, MemoryAudit, SqliteAudit
 from tooljig.calls import Call
+from tooljig.durable import DurableRuns, MemoryStore, SqliteStore, StateStore
 from tooljig.errors import InvalidInputError
 from tooljig.policy import Retry
 from tooljig.schema import from_function, invoker_for_schema, is_async_callable, output_schema_of
@@ -30,7 +31,7 @@ CallerLike = Caller | Mapping[str, Any] | None
 _DEFAULT: Any = object()
 
 
-class Engine:
+class Engine(DurableRuns):
     """Runs tool calls: parsed, repaired, validated, run in dependency order and in parallel,
     each ending as an envelope.
 
@@ -57,6 +58,12 @@ class Engine:
     ``{"status": "not_found"}`` or ``{"status": "ambiguous", "candidates": [...]}``). Both
     may be ``def`` (run on a worker thread) or ``async def`` (run on the batch's event loop);
     raising :class:`ToolError` refuses the call with that error, anything else fails closed.
+
+    Durable runs: ``state_store`` (:class:`MemoryStore`, the default, or
+    :class:`SqliteStore`) keeps runs, approvals and preferences; ``approval_predicate(query)``
+    (``query``: ``tool``, ``arguments``, ``caller``, ``risk``) returns whether a call needs a
+    human decision. The operations on runs (``decide``, ``resume``, ``rollback``, ...) are
+    in :class:`tooljig.durable.DurableRuns`.
     """
 
     def __init__(
@@ -70,11 +77,17 @@ class Engine:
         audit: AuditLog | None = None,
         policy_hook: Callable[[dict[str, Any]], Any] | None = None,
         resolvers: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
+        state_store: StateStore | None = None,
+        approval_predicate: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         if audit is not None and not isinstance(audit, (MemoryAudit, SqliteAudit, JsonlAudit)):
             raise InvalidInputError(
                 f"invalid audit: expected MemoryAudit(), SqliteAudit(path) or JsonlAudit(path), "
                 f"not {audit!r}"
+            )
+        if state_store is not None and not isinstance(state_store, (MemoryStore, SqliteStore)):
+            raise InvalidInputError(
+                f"invalid state_store: expected MemoryStore() or SqliteStore(path), not {state_store!r}"
             )
         self._native = _native.Engine(
             limits=dict(limits) if limits is not None else None,
@@ -88,6 +101,10 @@ class Engine:
                 name: _app_callable(f"resolvers[{name!r}]", f) for name, f in resolvers.items()
             }
             if resolvers is not None
+            else None,
+            state_store=state_store._option() if state_store is not None else None,
+            approval_predicate=_app_callable("approval_predicate", approval_predicate)
+            if approval_predicate is not None
             else None,
         )
 

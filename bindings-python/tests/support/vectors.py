@@ -16,10 +16,18 @@ from typing import Any
 
 DIR_ENV = "TOOLJIG_CONFORMANCE_DIR"
 
-TOP_KEYS = {"name", "engine", "tools", "caller", "options", "calls", "expect", "then"}
+TOP_KEYS = {"name", "engine", "tools", "caller", "options", "calls", "expect", "then", "steps"}
 THEN_KEYS = {"wait_ms", "caller", "calls", "expect"}
 THEN_EXPECT_KEYS = {"results", "audit"}
-ENGINE_KEYS = {"limits", "settings", "approval_rules", "external_expiry_ms", "resolvers", "policy_hook"}
+ENGINE_KEYS = {
+    "limits",
+    "settings",
+    "approval_rules",
+    "external_expiry_ms",
+    "resolvers",
+    "policy_hook",
+    "approval_predicate",
+}
 LIMIT_KEYS = {"max_argument_bytes", "max_depth"}
 TOOL_KEYS = {"spec", "script"}
 SCRIPT_KEYS = {"sleep_ms", "fail_times", "return", "echo", "error", "needs", "panic", "hang"}
@@ -36,6 +44,7 @@ EXPECT_KEYS = {
     "visible",
     "model_schemas",
     "audit",
+    "rollback",
 }
 RESULT_KEYS = {
     "call_id",
@@ -56,15 +65,9 @@ RESULT_KEYS = {
     "recovered",
 }
 
-#: Keys of the format whose capabilities the Python package does not expose yet (durable
-#: runs' approval predicates, decisions, client submissions, resume and rollback). Vectors
-#: using them are expected failures, naming the keys.
-NOT_EXPOSED = {
-    # durable/: approvals, client-side results, resume and rollback
-    "steps",
-    "engine.approval_predicate",
-    "expect.rollback",
-}
+#: Keys of the format whose capabilities the Python package does not expose yet. Vectors
+#: using them are expected failures, naming the keys. (Every key is exposed today.)
+NOT_EXPOSED: set[str] = set()
 
 
 class VectorError(Exception):
@@ -116,6 +119,8 @@ class Vector:
     external_expiry_ms: int | None = None
     resolvers: dict[str, dict[str, Any]] = field(default_factory=dict)
     policy_hook: dict[str, Any] | None = None
+    approval_predicate: dict[str, Any] | None = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
     then: list[Then] = field(default_factory=list)
 
 
@@ -178,6 +183,12 @@ def load(path: Path) -> Vector:
     _only(expect, EXPECT_KEYS, "expect")
     for result in expect.get("results") or []:
         _only(result, RESULT_KEYS, "an expected result")
+    steps = raw.get("steps", [])
+    if not isinstance(steps, list):
+        raise VectorError("`steps` must be a list")
+    from support.durable import check_steps
+
+    check_steps(steps)
     then = []
     for step in raw.get("then", []):
         _only(step, THEN_KEYS, "a then step")
@@ -203,6 +214,8 @@ def load(path: Path) -> Vector:
         external_expiry_ms=engine.get("external_expiry_ms"),
         resolvers=engine.get("resolvers") or {},
         policy_hook=engine.get("policy_hook"),
+        approval_predicate=engine.get("approval_predicate"),
+        steps=steps,
     )
 
 

@@ -1,0 +1,278 @@
+"""Durable runs: human approvals, client-side results, resume and rollback.
+
+A batch that must outlive the call (a call awaits approval or a client's result, or may be
+rolled back) is a *run* with an id (``BatchResult.run_id``). The methods here act on runs;
+:class:`tooljig.Engine` has them. Each is ``async`` with a blocking ``*_sync`` twin, like
+``run``/``run_sync``. A refusal (unknown run, replayed or forged decision, late submission,
+...) raises :class:`tooljig.ToolError` whose ``code`` and ``details["reason"]`` say why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from tooljig import _native
+from tooljig._native import BatchResult, Caller
+from tooljig.errors import ToolError
+from tooljig.schema import invoker_for_schema, is_async_callable
+
+__all__ = ["DurableRuns", "MemoryStore", "SqliteStore", "StateStore"]
+
+T = TypeVar("T")
+
+CallerLike = Caller | Mapping[str, Any] | None
+
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class MemoryStore:
+    """Keeps runs, approvals and preferences in this process (the default)."""
+
+    def _option(self) -> Any:
+        return "memory"
+
+
+@dataclass(frozen=True)
+class SqliteStore:
+    """Keeps runs, approvals and preferences in a SQLite database at ``path``: another
+    process (or engine) opening the same file can decide, resume and roll back its runs."""
+
+    path: str | os.PathLike[str]
+
+    def _option(self) -> Any:
+        return {"sqlite": os.fspath(self.path)}
+
+
+#: Any of the state stores.
+StateStore = MemoryStore | SqliteStore
+
+
+def _caller(caller: CallerLike) -> dict[str, Any]:
+    if caller is None:
+        return {}
+    if isinstance(caller, Caller):
+        fields: dict[str, Any] = caller.to_dict()
+        return fields
+    return dict(caller)
+
+
+def _blocking(what: str, coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise RuntimeError(
+        f"{what}_sync() blocks, so it cannot be called from a running event loop; "
+        f"use `await engine.{what}(...)` there"
+    )
+
+
+class DurableRuns:
+    """The operations on durable runs (mixed into :class:`tooljig.Engine`)."""
+
+    _native: _native.Engine
+
+    async def _op(self, op: str, **args: Any) -> Any:
+        return await self._native.durable({"op": op, **args})
+
+    async def decide(
+        self,
+        approval_id: str,
+        decision: Literal["approve", "reject", "edit"],
+        *,
+        arguments_hash: str,
+        approver: CallerLike,
+        message: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        remember: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Records a human decision on a pending approval request; returns the request as
+        decided. ``arguments_hash`` is the one the pending result showed
+        (``result.approval["arguments_hash"]``): a decision names what it approves.
+        ``reject`` takes a ``message`` for the model, ``edit`` the ``arguments`` that will run
+        instead, ``approve`` may ``remember`` (``{"scope": ..., ...}``) to always allow.
+        Continue the run with :meth:`resume`."""
+        body: dict[str, Any] = {"decision": decision, "arguments_hash": arguments_hash}
+        if message is not None:
+            body["message"] = message
+        if arguments is not None:
+            body["arguments"] = dict(arguments)
+        if remember is not None:
+            body["remember"] = dict(remember)
+        record: dict[str, Any] = await self._op(
+            "decide", approval_id=approval_id, decision=body, approver=_caller(approver)
+        )
+        return record
+
+    async def approval(self, approval_id: str) -> dict[str, Any] | None:
+        """An approval request as stored, or None."""
+        record: dict[str, Any] | None = await self._op("approval", approval_id=approval_id)
+        return record
+
+    async def pending_approvals(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        """The approval requests awaiting a decision (of ``tenant`` when given)."""
+        records: list[dict[str, Any]] = await self._op("pending_approvals", tenant=tenant)
+        return records
+
+    async def allow_always(
+        self, caller: CallerLike, tool: str, values: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Lets ``caller`` use ``tool`` without asking again (for these argument ``values``
+        only, when given); returns the stored preference."""
+        pref: dict[str, Any] = await self._op(
+            "allow_always", caller=_caller(caller), tool=tool, values=dict(values or {})
+        )
+        return pref
+
+    async def preferences(self, caller: CallerLike) -> list[dict[str, Any]]:
+        """The "always allow" preferences of ``caller``."""
+        prefs: list[dict[str, Any]] = await self._op("preferences", caller=_caller(caller))
+        return prefs
+
+    async def revoke_preference(self, caller: CallerLike, id: str) -> bool:
+        """Removes one of ``caller``'s preferences; False when it had none with this id."""
+        done: bool = await self._op("revoke_preference", caller=_caller(caller), id=id)
+        return done
+
+    async def submit_result(
+        self,
+        run_id: str,
+        call_id: str,
+        result: Any = _MISSING,
+        *,
+        error: ToolError | None = None,
+    ) -> dict[str, Any]:
+        """Completes a client-side call (``pending_external``) with the data it returned or
+        the ``error`` it failed with (exactly one); returns the envelope stored. Data is
+        checked against the tool's output schema. Continue the run with :meth:`resume`."""
+        if (result is _MISSING) == (error is None):
+            raise TypeError("submit_result() takes exactly one of result and error=")
+        if error is not None:
+            outcome: dict[str, Any] = {
+                "error": {
+                    **error.details,
+                    "code": error.code.value,
+                    "message": error.message,
+                    "retryable": error.retryable,
+                }
+            }
+        else:
+            outcome = {"result": result}
+        envelope: dict[str, Any] = await self._op(
+            "submit_result", run_id=run_id, call_id=call_id, outcome=outcome
+        )
+        return envelope
+
+    async def pending_external(self, run_id: str) -> list[dict[str, Any]]:
+        """The client-side calls of a run that await a result."""
+        calls: list[dict[str, Any]] = await self._op("pending_external", run_id=run_id)
+        return calls
+
+    async def resume(self, run_id: str) -> BatchResult:
+        """Continues a suspended run: decided and submitted calls settle, approved calls run
+        with exactly the approved arguments, calls waiting on them run. Finished calls never
+        run again. Handlers run as in :meth:`run` (async ones on this loop)."""
+        out: BatchResult = await self._op("resume", run_id=run_id)
+        return out
+
+    async def run_record(self, run_id: str) -> dict[str, Any] | None:
+        """A run as stored (calls, caller, options, latest results, steps, rollback entries),
+        or None."""
+        record: dict[str, Any] | None = await self._op("run_record", run_id=run_id)
+        return record
+
+    async def rollback(self, run_id: str, call_id: str | None = None) -> dict[str, Any]:
+        """Undoes the completed calls of a run (or only ``call_id``), latest first, through
+        each tool's compensation; returns ``{"entries": [...]}``."""
+        report: dict[str, Any] = await self._op("rollback", run_id=run_id, call_id=call_id)
+        return report
+
+    def compensate_with(self, tool: str, compensation: Callable[..., Any]) -> None:
+        """Registers ``compensation(input)`` or ``compensation(input, ctx)`` as what undoes a
+        call of ``tool`` on rollback; ``input`` is ``{"arguments": ..., "result": ...}`` of
+        that call. ``def`` or ``async def``, like a handler."""
+        if not callable(compensation):
+            raise TypeError(f"compensate_with: expected a function, not {compensation!r}")
+        self._native.compensate_with(
+            tool, invoker_for_schema(compensation), is_async_callable(compensation)
+        )
+
+    def decide_sync(
+        self,
+        approval_id: str,
+        decision: Literal["approve", "reject", "edit"],
+        *,
+        arguments_hash: str,
+        approver: CallerLike,
+        message: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        remember: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`decide`, blocking."""
+        return _blocking(
+            "decide",
+            self.decide(
+                approval_id,
+                decision,
+                arguments_hash=arguments_hash,
+                approver=approver,
+                message=message,
+                arguments=arguments,
+                remember=remember,
+            ),
+        )
+
+    def approval_sync(self, approval_id: str) -> dict[str, Any] | None:
+        """:meth:`approval`, blocking."""
+        return _blocking("approval", self.approval(approval_id))
+
+    def pending_approvals_sync(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        """:meth:`pending_approvals`, blocking."""
+        return _blocking("pending_approvals", self.pending_approvals(tenant))
+
+    def allow_always_sync(
+        self, caller: CallerLike, tool: str, values: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`allow_always`, blocking."""
+        return _blocking("allow_always", self.allow_always(caller, tool, values))
+
+    def preferences_sync(self, caller: CallerLike) -> list[dict[str, Any]]:
+        """:meth:`preferences`, blocking."""
+        return _blocking("preferences", self.preferences(caller))
+
+    def revoke_preference_sync(self, caller: CallerLike, id: str) -> bool:
+        """:meth:`revoke_preference`, blocking."""
+        return _blocking("revoke_preference", self.revoke_preference(caller, id))
+
+    def submit_result_sync(
+        self,
+        run_id: str,
+        call_id: str,
+        result: Any = _MISSING,
+        *,
+        error: ToolError | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`submit_result`, blocking."""
+        return _blocking("submit_result", self.submit_result(run_id, call_id, result, error=error))
+
+    def pending_external_sync(self, run_id: str) -> list[dict[str, Any]]:
+        """:meth:`pending_external`, blocking."""
+        return _blocking("pending_external", self.pending_external(run_id))
+
+    def resume_sync(self, run_id: str) -> BatchResult:
+        """:meth:`resume`, blocking (async handlers run on a fresh event loop)."""
+        return _blocking("resume", self.resume(run_id))
+
+    def run_record_sync(self, run_id: str) -> dict[str, Any] | None:
+        """:meth:`run_record`, blocking."""
+        return _blocking("run_record", self.run_record(run_id))
+
+    def rollback_sync(self, run_id: str, call_id: str | None = None) -> dict[str, Any]:
+        """:meth:`rollback`, blocking."""
+        return _blocking("rollback", self.rollback(run_id, call_id))

@@ -1,0 +1,329 @@
+//! Durable runs from Python: the state store and approval predicate options, and the
+//! operations on runs (decide, submit a client result, resume, roll back, ...).
+//!
+//! Every operation is one native entry point, `Engine.durable(op, args)`: JSON in, a future on
+//! the caller's event loop out, resolved with JSON (or a `BatchResult` for `resume`) or failed
+//! with `tooljig.ToolError` carrying the core's refusal (`code`, `reason`). Each operation gets
+//! a [`BatchHost`] like a batch does, so the Python handlers a resume runs, and the
+//! compensations a rollback runs, find the caller's loop (`Engine::resume_with`,
+//! `Engine::rollback_with`). The Pythonic methods are in `python/tooljig/engine.py`.
+
+use crate::batch::CancelOnCancelled;
+use crate::convert;
+use crate::error;
+use crate::handler::{Kind, call_python};
+use crate::host::{BatchHost, Msg};
+use crate::runtime;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3_async_runtimes::TaskLocals;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::str::FromStr;
+use std::sync::Arc;
+use tooljig::{
+    ApprovalPredicate, ApprovalQuery, BatchOptions, BoxFuture, Caller, Decision, Engine, ErrorCode,
+    HandlerError, HostData, MemoryStore, SqliteStore, StateStore, ToolError,
+};
+
+/// The state store `Engine(state_store=...)` names: `"memory"` or `{"sqlite": path}` (the
+/// package's `MemoryStore()` and `SqliteStore(path)` give these).
+pub fn state_store(py: Python<'_>, option: &Bound<'_, PyAny>) -> PyResult<Arc<dyn StateStore>> {
+    let bad = |why: String| error::invalid_input(py, "state_store", why);
+    let value = convert::from_py(option).map_err(|e| bad(e.to_string()))?;
+    match value {
+        Value::String(s) if s == "memory" => Ok(Arc::new(MemoryStore::new())),
+        Value::Object(o) if o.len() == 1 => match o.get("sqlite") {
+            Some(Value::String(path)) => SqliteStore::open(path)
+                .map(|s| Arc::new(s) as Arc<dyn StateStore>)
+                .map_err(|e| bad(format!("cannot open {path:?}: {}", e.0))),
+            _ => Err(bad("expected \"memory\" or {\"sqlite\": path}".into())),
+        },
+        _ => Err(bad("expected \"memory\" or {\"sqlite\": path}".into())),
+    }
+}
+
+/// The approval predicate: `predicate(query)` gets `{tool, arguments, caller, risk}` and
+/// returns whether the call needs a human decision. Anything but a bool, or an exception,
+/// fails closed: the call needs approval.
+pub struct PyApprovalPredicate {
+    invoke: Arc<Py<PyAny>>,
+    kind: Kind,
+}
+
+impl PyApprovalPredicate {
+    /// The predicate over the app's callable.
+    pub fn new(invoke: Py<PyAny>, is_async: bool) -> Self {
+        PyApprovalPredicate {
+            invoke: Arc::new(invoke),
+            kind: if is_async { Kind::Async } else { Kind::Sync },
+        }
+    }
+}
+
+impl ApprovalPredicate for PyApprovalPredicate {
+    fn requires_approval(&self, query: ApprovalQuery) -> BoxFuture<Result<bool, String>> {
+        self.requires_approval_hosted(query, None)
+    }
+
+    fn requires_approval_hosted(
+        &self,
+        query: ApprovalQuery,
+        host: Option<HostData>,
+    ) -> BoxFuture<Result<bool, String>> {
+        let request = json!({
+            "tool": query.tool,
+            "arguments": query.arguments,
+            "caller": *query.caller,
+            "risk": query.risk,
+        });
+        let answer = call_python(
+            &self.invoke,
+            self.kind,
+            host,
+            request,
+            None,
+            "the approval predicate",
+        );
+        Box::pin(async move {
+            match answer.await {
+                Ok(Value::Bool(needed)) => Ok(needed),
+                Ok(other) => Err(format!("it returned {other}; return True or False")),
+                Err(HandlerError::Tool(e)) => Err(e.message),
+                Err(HandlerError::Needs(fields)) => Err(format!("it raised Needs({fields:?})")),
+                Err(HandlerError::Unexpected { detail }) => Err(detail),
+            }
+        })
+    }
+}
+
+/// One operation on durable runs, as the package sends it.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+enum Op {
+    Decide {
+        approval_id: String,
+        decision: Decision,
+        approver: Caller,
+    },
+    Approval {
+        approval_id: String,
+    },
+    PendingApprovals {
+        tenant: Option<String>,
+    },
+    AllowAlways {
+        caller: Caller,
+        tool: String,
+        #[serde(default)]
+        values: Map<String, Value>,
+    },
+    Preferences {
+        caller: Caller,
+    },
+    RevokePreference {
+        caller: Caller,
+        id: String,
+    },
+    SubmitResult {
+        run_id: String,
+        call_id: String,
+        /// `{"result": data}` or `{"error": {code, message, retryable?, ...details}}`.
+        outcome: Map<String, Value>,
+    },
+    PendingExternal {
+        run_id: String,
+    },
+    Resume {
+        run_id: String,
+    },
+    RunRecord {
+        run_id: String,
+    },
+    Rollback {
+        run_id: String,
+        call_id: Option<String>,
+    },
+}
+
+/// Reads a submitted client outcome.
+fn submitted(mut outcome: Map<String, Value>) -> Result<Result<Value, ToolError>, String> {
+    match (
+        outcome.remove("result"),
+        outcome.remove("error"),
+        outcome.is_empty(),
+    ) {
+        (Some(data), None, true) => Ok(Ok(data)),
+        (None, Some(Value::Object(mut e)), true) => {
+            let code = match e.remove("code") {
+                Some(Value::String(c)) => ErrorCode::from_str(&c).map_err(|e| e.to_string())?,
+                _ => return Err("error.code must be an error code".into()),
+            };
+            let message = match e.remove("message") {
+                Some(Value::String(m)) => m,
+                _ => return Err("error.message must be a string".into()),
+            };
+            let mut err = ToolError::new(code, message);
+            match e.remove("retryable") {
+                Some(Value::Bool(r)) => err = err.retryable(r),
+                None | Some(Value::Null) => {}
+                Some(_) => return Err("error.retryable must be a bool".into()),
+            }
+            err.details = e;
+            Ok(Err(err))
+        }
+        _ => Err("expected {\"result\": data} or {\"error\": {\"code\", \"message\"}}".into()),
+    }
+}
+
+fn value_of(v: &impl serde::Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Runs `op` on the engine; `live` carries the host and cancellation for what it runs.
+async fn perform(engine: &Engine, op: Op, live: BatchOptions) -> Msg {
+    let reply = |out: Result<Value, ToolError>| Msg::Reply(out);
+    match op {
+        Op::Decide {
+            approval_id,
+            decision,
+            approver,
+        } => reply(
+            engine
+                .decide(&approval_id, decision, &approver)
+                .await
+                .map(|r| value_of(&r)),
+        ),
+        Op::Approval { approval_id } => {
+            reply(engine.approval(&approval_id).await.map(|r| value_of(&r)))
+        }
+        Op::PendingApprovals { tenant } => reply(
+            engine
+                .pending_approvals(tenant.as_deref())
+                .await
+                .map(|r| value_of(&r)),
+        ),
+        Op::AllowAlways {
+            caller,
+            tool,
+            values,
+        } => reply(
+            engine
+                .allow_always(&caller, &tool, values)
+                .await
+                .map(|p| value_of(&p)),
+        ),
+        Op::Preferences { caller } => {
+            reply(engine.preferences(&caller).await.map(|p| value_of(&p)))
+        }
+        Op::RevokePreference { caller, id } => reply(
+            engine
+                .revoke_preference(&caller, &id)
+                .await
+                .map(Value::Bool),
+        ),
+        Op::SubmitResult {
+            run_id,
+            call_id,
+            outcome,
+        } => {
+            match submitted(outcome) {
+                Ok(outcome) => reply(
+                    engine
+                        .submit_result(&run_id, &call_id, outcome)
+                        .await
+                        .map(|e| value_of(&e)),
+                ),
+                Err(why) => reply(Err(ToolError::new(ErrorCode::InvalidRequest, why)
+                    .with("reason", "invalid_outcome"))),
+            }
+        }
+        Op::PendingExternal { run_id } => {
+            reply(engine.pending_external(&run_id).await.map(|c| value_of(&c)))
+        }
+        Op::Resume { run_id } => match engine.resume_with(&run_id, live).await {
+            Ok(out) => Msg::Done(out),
+            Err(e) => reply(Err(e)),
+        },
+        Op::RunRecord { run_id } => reply(engine.run_record(&run_id).await.map(|r| value_of(&r))),
+        Op::Rollback { run_id, call_id } => reply(
+            engine
+                .rollback_with(&run_id, call_id.as_deref(), live.host)
+                .await
+                .map(|r| value_of(&r)),
+        ),
+    }
+}
+
+/// Starts a durable-run operation on the running event loop and returns its future.
+pub fn start<'py>(
+    py: Python<'py>,
+    engine: Arc<Engine>,
+    args: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let op: Op = convert::from_py_as(args).map_err(|e| error::invalid_input(py, "durable", e))?;
+    let locals = TaskLocals::with_running_loop(py)
+        .map_err(|_| {
+            PyRuntimeError::new_err(
+                "durable-run operations start on a running event loop: `await engine.resume(...)` \
+                 in async code, `engine.resume_sync(...)` elsewhere",
+            )
+        })?
+        .copy_context(py)?;
+    let (handle, cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
+    let future = locals.event_loop(py).call_method0("create_future")?;
+    future.call_method1("add_done_callback", (CancelOnCancelled(cancel.clone()),))?;
+    let host = BatchHost::start(py, locals, future.clone(), false)?;
+    let live = BatchOptions {
+        cancel: Some(cancel),
+        host: Some(host.clone()),
+        ..BatchOptions::default()
+    };
+    handle.spawn(async move {
+        let msg = perform(&engine, op, live).await;
+        host.post(msg);
+    });
+    Ok(future)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn submitted_outcomes_are_read_strictly() {
+        assert_eq!(
+            submitted(map(json!({"result": {"ok": 1}})))
+                .unwrap()
+                .unwrap(),
+            json!({"ok": 1})
+        );
+        assert_eq!(
+            submitted(map(json!({"result": null}))).unwrap().unwrap(),
+            Value::Null
+        );
+        let e = submitted(map(
+            json!({"error": {"code": "not_found", "message": "gone", "retryable": true, "id": 3}}),
+        ))
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotFound);
+        assert!(e.retryable);
+        assert_eq!(e.details["id"], 3);
+        assert!(submitted(map(json!({"error": {"code": "nope", "message": "m"}}))).is_err());
+        assert!(submitted(map(json!({"result": 1, "error": {}}))).is_err());
+        assert!(submitted(map(json!({}))).is_err());
+    }
+
+    #[test]
+    fn operations_are_read_strictly() {
+        let op: Op = serde_json::from_value(json!({"op": "resume", "run_id": "r"})).unwrap();
+        assert!(matches!(op, Op::Resume { run_id } if run_id == "r"));
+        assert!(serde_json::from_value::<Op>(json!({"op": "resume", "run": "r"})).is_err());
+        assert!(serde_json::from_value::<Op>(json!({"op": "explode"})).is_err());
+    }
+}
