@@ -1,0 +1,272 @@
+"""Durable runs from Python: approvals, the approval predicate, client results, resume by
+another engine, preferences and rollback (durable.rs, durable.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tooljig
+
+MAIL = {"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}, "required": ["to"]}
+ALICE = {"principal": "alice", "tenant": "acme"}
+RITA = {"principal": "rita", "tenant": "acme", "roles": ["reviewer"]}
+
+
+def mail_engine(log: list[str], **options: Any) -> tooljig.Engine:
+    """An engine whose `send_email` needs a reviewer's approval; its async handler records
+    the thread it ran on, so a resume can be seen running it on the caller's loop."""
+    engine = tooljig.Engine(approval_rules={"min_risk": "high"}, **options)
+
+    async def send_email(args: dict[str, Any], ctx: tooljig.ToolContext) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        log.append(f"sent {args['to']} {args.get('body')} by {ctx.caller.principal} on {threading.get_ident()}")
+        return {"sent": args["to"]}
+
+    engine.register(
+        "send_email", "Sends mail.", MAIL, send_email, risk="high", approval={"approver_roles": ["reviewer"]}
+    )
+    engine.register("search", "Searches.", None, lambda args: args)
+    return engine
+
+
+def mail_calls() -> list[dict[str, Any]]:
+    return [
+        {"id": "mail", "tool": "send_email", "arguments": {"to": "bob@x.io", "body": "hi"}},
+        {"id": "after", "tool": "search", "arguments": {"sent": {"$from": "mail", "pointer": "/sent"}}},
+    ]
+
+
+async def test_an_approved_call_runs_on_resume_on_the_callers_loop() -> None:
+    log: list[str] = []
+    engine = mail_engine(log)
+    out = await engine.run(mail_calls(), caller=ALICE)
+    mail = out.get("mail")
+    assert mail is not None and mail.status == "pending_approval" and out.run_id
+    assert mail.envelope["error"]["code"] == "pending_approval"
+    approval = mail["approval"]
+    pending = await engine.pending_approvals("acme")
+    assert [p["id"] for p in pending] == [approval["id"]]
+    assert (await engine.approval(approval["id"]))["status"] == "pending"
+    decided = await engine.decide(
+        approval["id"], "approve", arguments_hash=approval["arguments_hash"], approver=RITA
+    )
+    assert decided["status"] == "approved"
+    resumed = await engine.resume(out.run_id)
+    assert resumed.run_id == out.run_id
+    assert resumed.get("mail").envelope == {"ok": True, "data": {"sent": "bob@x.io"}}
+    assert resumed.get("after").envelope == {"ok": True, "data": {"sent": "bob@x.io"}}
+    assert log == [f"sent bob@x.io hi by alice on {threading.get_ident()}"]
+    # Finished calls never run again.
+    again = await engine.resume(out.run_id)
+    assert again.get("mail").envelope["ok"] and len(log) == 1
+    record = await engine.run_record(out.run_id)
+    assert record is not None and record["state"] == "finished"
+    assert await engine.run_record("nope") is None
+
+
+async def test_refusals_raise_tool_error_with_code_and_reason() -> None:
+    engine = mail_engine([])
+    out = await engine.run(mail_calls(), caller=ALICE)
+    approval = out.get("mail")["approval"]
+
+    async def refusal(coro: Any) -> tuple[str, Any]:
+        with pytest.raises(tooljig.ToolError) as e:
+            await coro
+        return e.value.code.value, e.value.details.get("reason")
+
+    good = {"arguments_hash": approval["arguments_hash"]}
+    assert await refusal(engine.decide(approval["id"], "approve", **good, approver=ALICE)) == (
+        "permission_denied",
+        "not_an_approver",
+    )
+    assert await refusal(engine.decide(approval["id"], "approve", arguments_hash="forged", approver=RITA)) == (
+        "conflict",
+        "arguments_mismatch",
+    )
+    assert await refusal(engine.decide("unknown", "approve", **good, approver=RITA)) == (
+        "not_found",
+        "unknown_approval",
+    )
+    await engine.decide(approval["id"], "reject", **good, approver=RITA, message="not to Bob")
+    assert await refusal(engine.decide(approval["id"], "approve", **good, approver=RITA)) == (
+        "conflict",
+        "already_decided",
+    )
+    assert await refusal(engine.resume("no-such-run")) == ("not_found", "unknown_run")
+    assert await refusal(engine.rollback("no-such-run")) == ("not_found", "unknown_run")
+    resumed = await engine.resume(out.run_id)
+    rejected = resumed.get("mail").envelope["error"]
+    assert rejected["code"] == "approval_rejected" and "not to Bob" in rejected["message"]
+    with pytest.raises(tooljig.InvalidInputError):
+        await engine.decide(approval["id"], "maybe", **good, approver=RITA)  # type: ignore[arg-type]
+
+
+async def test_an_edit_runs_exactly_the_edited_arguments() -> None:
+    log: list[str] = []
+    engine = mail_engine(log)
+    out = await engine.run(mail_calls()[:1], caller=ALICE)
+    approval = out[0]["approval"]
+    await engine.decide(
+        approval["id"],
+        "edit",
+        arguments_hash=approval["arguments_hash"],
+        approver=RITA,
+        arguments={"to": "carol@x.io", "body": "edited"},
+    )
+    resumed = await engine.resume(out.run_id)
+    assert resumed[0].envelope == {"ok": True, "data": {"sent": "carol@x.io"}}
+    assert log[0].startswith("sent carol@x.io edited")
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+async def test_the_approval_predicate_decides_which_calls_need_approval(flavour: str) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def needed(query: dict[str, Any]) -> bool:
+        seen.append(query)
+        if query["arguments"].get("to") == "boom@x.io":
+            raise RuntimeError("the rules service is down")
+        return bool(query["arguments"]["to"].endswith("@external.io"))
+
+    async def needed_async(query: dict[str, Any]) -> bool:
+        await asyncio.sleep(0)
+        return needed(query)
+
+    engine = tooljig.Engine(approval_predicate=needed if flavour == "sync" else needed_async)
+    engine.register("send_email", "Sends mail.", MAIL, lambda args: "sent", approval={})
+    calls = [
+        {"id": "in", "tool": "send_email", "arguments": {"to": "bob@x.io"}},
+        {"id": "out", "tool": "send_email", "arguments": {"to": "eve@external.io"}},
+        {"id": "boom", "tool": "send_email", "arguments": {"to": "boom@x.io"}},
+    ]
+    out = await engine.run(calls, caller=ALICE)
+    assert out.get("in").envelope == {"ok": True, "data": "sent"}
+    assert out.get("out").status == "pending_approval"
+    assert out.get("boom").status == "pending_approval", "a failing predicate fails closed"
+    assert {q["arguments"]["to"] for q in seen} == {"bob@x.io", "eve@external.io", "boom@x.io"}
+    assert seen[0]["caller"]["principal"] == "alice" and seen[0]["tool"] == "send_email"
+
+
+async def test_client_results_complete_the_run() -> None:
+    engine = tooljig.Engine(external_expiry_ms=60_000)
+    engine.register(
+        "ask_user",
+        "Asks the user.",
+        {"type": "object"},
+        None,
+        output_schema={"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]},
+    )
+    engine.register("echo", "Echoes.", None, lambda args: args)
+    calls = [
+        {"id": "q", "tool": "ask_user", "arguments": {"question": "Which day?"}},
+        {"id": "q2", "tool": "ask_user", "arguments": {"question": "Which room?"}},
+        {"id": "e", "tool": "echo", "arguments": {"day": {"$from": "q", "pointer": "/answer"}}},
+    ]
+    out = await engine.run(calls, caller=ALICE)
+    assert out.get("q").status == "pending_external" and out.get("e").status == "waiting"
+    pending = await engine.pending_external(out.run_id)
+    assert sorted(p["call_id"] for p in pending) == ["q", "q2"]
+    with pytest.raises(tooljig.ToolError) as bad:
+        await engine.submit_result(out.run_id, "q", {"answer": 3})
+    assert bad.value.code.value == "invalid_output" and bad.value.details["reason"] == "invalid_result"
+    assert await engine.submit_result(out.run_id, "q", {"answer": "Tuesday"}) == {
+        "ok": True,
+        "data": {"answer": "Tuesday"},
+    }
+    failed = await engine.submit_result(
+        out.run_id, "q2", error=tooljig.ToolError("not_found", "no rooms", retryable=False, floor=3)
+    )
+    assert failed["error"] == {"code": "not_found", "message": "no rooms", "retryable": False, "floor": 3}
+    with pytest.raises(tooljig.ToolError) as dup:
+        await engine.submit_result(out.run_id, "q", {"answer": "Friday"})
+    assert dup.value.details["reason"] == "duplicate"
+    with pytest.raises(TypeError):
+        await engine.submit_result(out.run_id, "q")
+    resumed = await engine.resume(out.run_id)
+    assert resumed.get("e").envelope == {"ok": True, "data": {"day": "Tuesday"}}
+    assert resumed.get("q2").error_code == "not_found"
+
+
+def test_another_engine_on_the_same_sqlite_store_resumes_the_run(tmp_path: Path) -> None:
+    store = tooljig.SqliteStore(tmp_path / "runs.db")
+    log: list[str] = []
+    first = mail_engine(log, state_store=store)
+    out = first.run_sync(mail_calls(), caller=ALICE)
+    approval = out.get("mail")["approval"]
+    # Another process would build its own engine on the same file: a decision and the
+    # resume there, with sync twins (no event loop here).
+    second = mail_engine(log, state_store=store)
+    second.decide_sync(approval["id"], "approve", arguments_hash=approval["arguments_hash"], approver=RITA)
+    resumed = second.resume_sync(out.run_id)
+    assert resumed.get("after").envelope == {"ok": True, "data": {"sent": "bob@x.io"}}
+    assert len(log) == 1
+    assert first.run_record_sync(out.run_id)["state"] == "finished"
+    with pytest.raises(tooljig.InvalidInputError, match="state_store"):
+        tooljig.Engine(state_store=tooljig.SqliteStore(tmp_path / "missing" / "runs.db"))
+    with pytest.raises(tooljig.InvalidInputError, match="state_store"):
+        tooljig.Engine(state_store="memory")  # type: ignore[arg-type]
+
+
+async def test_sync_twins_refuse_to_run_inside_an_event_loop() -> None:
+    engine = tooljig.Engine()
+    with pytest.raises(RuntimeError, match="await engine.resume"):
+        engine.resume_sync("r")
+
+
+def test_always_allow_preferences_can_be_listed_and_revoked() -> None:
+    engine = mail_engine([])
+    pref = engine.allow_always_sync(ALICE, "send_email", {"to": "bob@x.io"})
+    assert pref["tool"] == "send_email"
+    out = engine.run_sync(mail_calls()[:1], caller=ALICE)
+    assert out[0].envelope == {"ok": True, "data": {"sent": "bob@x.io"}}, "the preference skips approval"
+    assert [p["id"] for p in engine.preferences_sync(ALICE)] == [pref["id"]]
+    assert engine.preferences_sync({"principal": "bob", "tenant": "acme"}) == []
+    assert engine.revoke_preference_sync(ALICE, pref["id"]) is True
+    assert engine.revoke_preference_sync(ALICE, pref["id"]) is False
+    assert engine.run_sync(mail_calls()[:1], caller=ALICE)[0].status == "pending_approval"
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+async def test_rollback_runs_python_compensations_latest_first(flavour: str) -> None:
+    undone: list[tuple[str, Any, bool]] = []
+    loop_thread = threading.get_ident()
+    engine = tooljig.Engine()
+    engine.register("book", "Books.", None, lambda args: {"booking": f"b-{args['room']}"}, compensation="unbook")
+    engine.register("unbook", "Unused as a tool.", None, lambda args: None)
+    engine.register("charge", "Charges.", None, lambda args: {"charge": "ch_1"})
+
+    def undo(request: dict[str, Any], ctx: tooljig.ToolContext) -> dict[str, Any]:
+        undone.append((request["result"]["booking"], request["arguments"], threading.get_ident() == loop_thread))
+        return {"cancelled": True}
+
+    async def undo_async(request: dict[str, Any], ctx: tooljig.ToolContext) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        return undo(request, ctx)
+
+    engine.compensate_with("book", undo if flavour == "sync" else undo_async)
+    out = await engine.run(
+        [
+            {"id": "b1", "tool": "book", "arguments": {"room": 1}},
+            {"id": "b2", "tool": "book", "arguments": {"room": 2}, "depends_on": ["b1"]},
+            {"id": "c", "tool": "charge", "arguments": {}},
+        ],
+        caller=ALICE,
+    )
+    assert out.run_id, "a run with compensable calls is kept"
+    report = await engine.rollback(out.run_id)
+    outcomes = {e["call_id"]: e["outcome"] for e in report["entries"]}
+    assert outcomes["b1"] == outcomes["b2"] == "compensated"
+    assert outcomes["c"] == "not_reversible"
+    assert [u[0] for u in undone] == ["b-2", "b-1"], "latest first"
+    assert undone[0][1] == {"room": 2}
+    assert {u[2] for u in undone} == {flavour == "async"}, "async compensations run on the loop"
+    # Each compensation runs once, however often the run is rolled back.
+    again = await engine.rollback(out.run_id, "b1")
+    assert len(undone) == 2 and again["entries"][0]["call_id"] == "b1"
+    with pytest.raises(TypeError):
+        engine.compensate_with("book", "nope")  # type: ignore[arg-type]
