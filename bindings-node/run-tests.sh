@@ -6,12 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# npm ci when node_modules is missing or older than the lock file. --ignore-scripts: this
-# package's own `install` script builds a release addon for end users; here we build debug.
+# npm install when node_modules is missing or older than the lock file. Not `npm ci`: npm 11
+# refuses it for @napi-rs/cli's per-platform optional packages even with a freshly made lock.
+# --ignore-scripts: this package's own `install` script builds a release addon for end users;
+# here we build debug.
 stamp=node_modules/.package-lock.json
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ]; then
-  echo "== npm ci"
-  npm ci --ignore-scripts --no-audit --no-fund
+  echo "== npm install"
+  npm install --ignore-scripts --no-audit --no-fund
 fi
 
 echo "== cargo test -p tooljig-node (Rust unit tests of the binding)"
