@@ -9,11 +9,11 @@
 //! its time rehashing; a mutex over an LRU map costs far less at the rates an engine sees.)
 
 use crate::caller::Caller;
+use crate::digest::write_canonical;
 use crate::handler::BoxFuture;
 use lru::LruCache;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::fmt::Write as _;
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -52,46 +52,6 @@ impl CachePolicy {
     }
 }
 
-/// Writes `value` as compact JSON with object keys sorted, recursively: equal values give
-/// equal text whatever order their keys came in.
-pub fn canonical_json(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                push_string(k, out);
-                out.push(':');
-                canonical_json(&map[k.as_str()], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical_json(v, out);
-            }
-            out.push(']');
-        }
-        Value::String(s) => push_string(s, out),
-        other => {
-            let _ = write!(out, "{other}");
-        }
-    }
-}
-
-fn push_string(s: &str, out: &mut String) {
-    // serde_json's escaping, so the text is valid JSON and unambiguous.
-    out.push_str(&serde_json::to_string(s).unwrap_or_default());
-}
-
 /// The cache key of a call, or `None` when the scope cannot be met (no principal for a
 /// per-principal cache, no tenant for a per-tenant one): such calls are never cached.
 pub fn key(tool: &str, policy: &CachePolicy, caller: &Caller, arguments: &Value) -> Option<String> {
@@ -108,7 +68,7 @@ pub fn key(tool: &str, policy: &CachePolicy, caller: &Caller, arguments: &Value)
         CacheScope::Global => {}
     }
     out.push('\u{1f}');
-    canonical_json(arguments, &mut out);
+    write_canonical(arguments, &mut out);
     Some(out)
 }
 
@@ -206,8 +166,8 @@ mod tests {
         let b: Value =
             serde_json::from_str("{\"a\":null,\n \"b\":[1,{\"x\":\"é\\\"\",\"y\":2}]}").unwrap();
         let (mut sa, mut sb) = (String::new(), String::new());
-        canonical_json(&a, &mut sa);
-        canonical_json(&b, &mut sb);
+        write_canonical(&a, &mut sa);
+        write_canonical(&b, &mut sb);
         assert_eq!(sa, sb);
         assert_eq!(sa, r#"{"a":null,"b":[1,{"x":"é\"","y":2}]}"#);
     }

@@ -15,7 +15,8 @@ pub fn canonical_json(value: &Value) -> String {
     out
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// Appends the canonical form of `value` to `out` (the cache builds its keys this way).
+pub fn write_canonical(value: &Value, out: &mut String) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
@@ -25,7 +26,7 @@ fn write_canonical(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
+                push_string(k, out);
                 out.push(':');
                 write_canonical(&map[k], out);
             }
@@ -41,8 +42,16 @@ fn write_canonical(value: &Value, out: &mut String) {
             }
             out.push(']');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        Value::String(s) => push_string(s, out),
+        scalar => {
+            let _ = write!(out, "{scalar}");
+        }
     }
+}
+
+fn push_string(s: &str, out: &mut String) {
+    // serde_json's escaping, so the text is valid JSON and unambiguous.
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
 }
 
 /// Lower-case hex SHA-256 of `bytes`.

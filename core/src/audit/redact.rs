@@ -2,7 +2,7 @@
 //! field: keep the value, replace it with a marker, or keep only a hash of it (so equal
 //! values can still be matched across records without storing them).
 
-use crate::cache::canonical_json;
+use crate::digest::write_canonical;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -30,7 +30,7 @@ pub const EVERY_FIELD: &str = "*";
 /// `sha256:<hex>` of the canonical JSON of `value`.
 pub fn hash_value(value: &Value) -> String {
     let mut text = String::new();
-    canonical_json(value, &mut text);
+    write_canonical(value, &mut text);
     format!("sha256:{}", hex(&Sha256::digest(text.as_bytes())))
 }
 
