@@ -202,12 +202,13 @@ pub(crate) mod contract {
 
         // Expiry: invisible once past, and an absent-insert may take its place.
         store
-            .put(ns, "t", Expect::Absent, json!(1), Some(30))
+            .put(ns, "t", Expect::Absent, json!(1), Some(400))
             .await
             .unwrap()
             .unwrap();
+        // A TTL well above a loaded machine's fsync time, so the record is still there here.
         assert!(store.get(ns, "t").await.unwrap().is_some());
-        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         assert_eq!(store.get(ns, "t").await.unwrap(), None);
         assert!(
             store
