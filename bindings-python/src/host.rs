@@ -398,10 +398,17 @@ impl BatchHost {
         if future.call_method0("done")?.is_truthy()? {
             return Ok(());
         }
-        match out {
-            Ok(value) => future.call_method1("set_result", (convert::to_py(py, &value)?,))?,
-            Err(e) => future.call_method1("set_exception", (outcome::to_py_error(py, &e)?,))?,
+        // Whatever happens, the future settles: a conversion failure is its exception.
+        let settled = match out {
+            Ok(value) => {
+                convert::to_py(py, &value).and_then(|v| future.call_method1("set_result", (v,)))
+            }
+            Err(e) => outcome::to_py_error(py, &e)
+                .and_then(|exc| future.call_method1("set_exception", (exc,))),
         };
+        if let Err(e) = settled {
+            future.call_method1("set_exception", (e.value(py),))?;
+        }
         Ok(())
     }
 

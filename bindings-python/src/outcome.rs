@@ -116,7 +116,10 @@ pub fn read_tool_error(obj: &Bound<'_, PyAny>) -> Result<ToolError, String> {
 pub fn to_py_error<'py>(py: Python<'py>, e: &ToolError) -> PyResult<Bound<'py, PyAny>> {
     let kwargs = PyDict::new(py);
     for (k, v) in &e.details {
-        kwargs.set_item(k, convert::to_py(py, v)?)?;
+        // Keys that would collide with the constructor's own parameters are not details.
+        if !matches!(k.as_str(), "code" | "message" | "retryable") {
+            kwargs.set_item(k, convert::to_py(py, v)?)?;
+        }
     }
     kwargs.set_item("retryable", e.retryable)?;
     classes(py)?
