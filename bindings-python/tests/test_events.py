@@ -69,7 +69,7 @@ async def test_leaving_the_stream_early_cancels_the_batch(engine: tooljig.Engine
         async for event in stream:
             if event.type == "call_started":
                 break
-    await asyncio.wait_for(cancelled.wait(), 1)
+    await asyncio.wait_for(cancelled.wait(), 10)  # generous: a loaded CI machine
 
 
 async def test_the_result_is_unavailable_before_the_end(engine: tooljig.Engine) -> None:

@@ -89,7 +89,10 @@ pub async fn run_job(mut job: Job) -> CallResult {
 
     // Step 5: access (enabled flags, roles, scopes, policy hook)      — guardrails I
     // Step 6: rate limit per tool per principal                        — guardrails I
-    if crate::guards::authorize(&mut job, &mut result).await.is_break() {
+    if crate::guards::authorize(&mut job, &mut result)
+        .await
+        .is_break()
+    {
         return result;
     }
     // Step 7: idempotency (guardrails II) and read cache (guardrails I)

@@ -63,26 +63,28 @@ pub use approval::{
     ApprovalRequirement, ApprovalRules, ApprovalStatus, Decision, approval_predicate_fn,
 };
 pub use arguments::Limits;
-pub use audit::{AuditQuery, AuditRecord, AuditSink, JsonlAudit, MemoryAudit, Redaction, SqliteAudit};
+pub use audit::{
+    AuditQuery, AuditRecord, AuditSink, JsonlAudit, MemoryAudit, Redaction, SqliteAudit,
+};
 pub use cache::{CachePolicy, CacheScope};
 pub use call::{Call, CallResult, CallStatus};
 pub use caller::Caller;
 pub use engine::{BatchOptions, BatchResult, Engine};
 pub use envelope::{Envelope, ToolError};
 pub use error_code::ErrorCode;
-pub use hidden::{HiddenParam, Resolution, ResolveRequest, Resolver, resolver_fn};
 pub use events::{Event, EventSender};
 pub use external::{ExternalCall, ExternalStatus};
 pub use handler::{
     BoxFuture, Handler, HandlerError, HandlerResult, HostData, ToolContext, handler_fn,
 };
+pub use hidden::{HiddenParam, Resolution, ResolveRequest, Resolver, resolver_fn};
 pub use idempotency::{IdempotencyMode, IdempotencyPolicy};
 pub use policy::{OversizeOutput, Policy, RetryPolicy, Risk};
 pub use preference::{Preference, Remember};
-pub use rollback::{RollbackEntry, RollbackOutcome, RollbackReport};
-pub use run::{RunRecord, RunState, RunStep};
 pub use rate_limit::{RateLimit, RateLimiter, RateScope};
 pub use registry::{RegistrationError, Registry};
+pub use rollback::{RollbackEntry, RollbackOutcome, RollbackReport};
+pub use run::{RunRecord, RunState, RunStep};
 pub use schema::SchemaResources;
 pub use spec::ToolSpec;
 pub use store::{MemoryStore, SqliteStore, StateStore};

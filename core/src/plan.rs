@@ -104,7 +104,9 @@ impl Plan {
                 continue;
             }
             let Some(tool) = tools.get(&call.tool) else {
-                entries.push(Entry::Refused(Box::new(unknown_tool(&call, tools, visible))));
+                entries.push(Entry::Refused(Box::new(unknown_tool(
+                    &call, tools, visible,
+                ))));
                 continue;
             };
             let parsed = match parse_arguments(&call.arguments, limits) {

@@ -3,14 +3,14 @@
 //! A policy is plain data (serde), so bindings pass it as a dict or an object and conformance
 //! vectors spell it in JSON. Guardrail issues add their own fields here (scopes, risk, ...).
 
-use crate::approval::ApprovalPolicy;
 use crate::access::Effect;
+use crate::approval::ApprovalPolicy;
 use crate::audit::Redaction;
 use crate::cache::CachePolicy;
 use crate::error_code::ErrorCode;
 use crate::hidden::HiddenParam;
-use crate::rate_limit::RateLimit;
 use crate::idempotency::IdempotencyPolicy;
+use crate::rate_limit::RateLimit;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -23,7 +23,9 @@ pub struct Policy {
     pub timeout_ms: Option<u64>,
     /// Retries of retryable failures.
     pub retry: RetryPolicy,
-    /// Tools this tool runs after, when both are in one batch.
+    /// Tools this tool runs after, when both are in one batch. Ordering only: a failure of
+    /// the earlier tool does not refuse this one. A tool naming itself runs its own calls one
+    /// at a time, in call order.
     pub after: Vec<String>,
     /// Largest serialized output allowed, in bytes. `None` means unlimited.
     pub max_output_bytes: Option<usize>,

@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use std::time::Duration;
-use tooljig::{BatchOptions, Call, Caller, Engine, ErrorCode, HandlerError, Policy, RetryPolicy, Tool};
+use tooljig::{
+    BatchOptions, Call, Caller, Engine, ErrorCode, HandlerError, Policy, RetryPolicy, Tool,
+};
 
 /// Arguments of `get_weather`.
 #[derive(Deserialize, JsonSchema)]
@@ -31,21 +33,40 @@ struct Outing {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let engine = Engine::new();
     engine.register(
-        Tool::typed("get_weather", "Current temperature of a city.", |w: Weather, _ctx| async move {
-            tokio::time::sleep(Duration::from_millis(50)).await; // pretend to call an API
-            let temperature_c = if w.city == "Oslo" { 4.5 } else { 21.0 };
-            Ok::<_, HandlerError>(json!({"city": w.city, "temperature_c": temperature_c}))
-        })
+        Tool::typed(
+            "get_weather",
+            "Current temperature of a city.",
+            |w: Weather, _ctx| async move {
+                tokio::time::sleep(Duration::from_millis(50)).await; // pretend to call an API
+                let temperature_c = if w.city == "Oslo" { 4.5 } else { 21.0 };
+                Ok::<_, HandlerError>(json!({"city": w.city, "temperature_c": temperature_c}))
+            },
+        )
         .policy(Policy::default().timeout(Duration::from_secs(5))),
     )?;
-    engine.register(Tool::typed("plan_outing", "Suggests an outing for a date.", |o: Outing, _ctx| async move {
-        let idea = if o.temperature_c > 15.0 { "a picnic" } else { "a museum" };
-        Ok::<_, HandlerError>(json!({"city": o.city, "date": o.date, "idea": idea}))
-    }))?;
+    engine.register(Tool::typed(
+        "plan_outing",
+        "Suggests an outing for a date.",
+        |o: Outing, _ctx| async move {
+            let idea = if o.temperature_c > 15.0 {
+                "a picnic"
+            } else {
+                "a museum"
+            };
+            Ok::<_, HandlerError>(json!({"city": o.city, "date": o.date, "idea": idea}))
+        },
+    ))?;
     engine.register(
-        Tool::typed("book_table", "Books a restaurant table.", |_: Weather, _ctx| async move {
-            Err::<(), _>(HandlerError::tool(ErrorCode::ExternalApiError, "the booking service is down"))
-        })
+        Tool::typed(
+            "book_table",
+            "Books a restaurant table.",
+            |_: Weather, _ctx| async move {
+                Err::<(), _>(HandlerError::tool(
+                    ErrorCode::ExternalApiError,
+                    "the booking service is down",
+                ))
+            },
+        )
         .policy(Policy::default().retry(RetryPolicy::attempts(2, Duration::from_millis(20)))),
     )?;
 
@@ -60,11 +81,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             json!({"city": "Lisbon", "date": "2026-11-28", "temperature_c": {"$from": "w1", "pointer": "/temperature_c"}}),
         ),
         // The model forgot the date: the envelope says what to ask the user.
-        Call::new("p2", "plan_outing", json!({"city": "Oslo", "temperature_c": {"$from": "w2", "pointer": "/temperature_c"}})),
+        Call::new(
+            "p2",
+            "plan_outing",
+            json!({"city": "Oslo", "temperature_c": {"$from": "w2", "pointer": "/temperature_c"}}),
+        ),
         // A failing tool, retried once, then reported.
         Call::new("b1", "book_table", json!({"city": "Lisbon"})),
     ];
-    let out = engine.run(calls, Caller::principal("user-1"), BatchOptions { deadline_ms: Some(15_000), ..Default::default() }).await;
+    let out = engine
+        .run(
+            calls,
+            Caller::principal("user-1"),
+            BatchOptions {
+                deadline_ms: Some(15_000),
+                ..Default::default()
+            },
+        )
+        .await;
     for r in &out.results {
         let flags = format!(
             "attempts={} repaired={} ran {}..{} µs",
@@ -73,7 +107,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             r.started_us.map_or("-".into(), |s| s.to_string()),
             r.finished_us
         );
-        println!("{:<3} {:<12} {}  [{flags}]", r.call_id, r.tool, serde_json::to_string(&r.envelope)?);
+        println!(
+            "{:<3} {:<12} {}  [{flags}]",
+            r.call_id,
+            r.tool,
+            serde_json::to_string(&r.envelope)?
+        );
     }
     println!("batch took {} ms", out.duration_us / 1000);
     Ok(())

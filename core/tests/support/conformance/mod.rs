@@ -215,7 +215,12 @@ pub async fn run_vector(v: Vector) -> Vec<String> {
     .await;
     guards::run_steps(&engine, &audit, &caller, v.then, &mut problems).await;
     if let Some(want) = &v.expect.rollback {
-        durable::check_rollback(want, out.rollback.as_ref(), "expect.rollback", &mut problems);
+        durable::check_rollback(
+            want,
+            out.rollback.as_ref(),
+            "expect.rollback",
+            &mut problems,
+        );
     }
     durable::run_steps(&engine, &caller, &out, v.steps, &mut problems).await;
     if let Some(expected) = &v.expect.results {
