@@ -175,7 +175,9 @@ export declare class NativeModel {
   /**
    * One of the core's HTTP clients: `kind` is `openai_compatible`, `openai_responses`,
    * `anthropic` or `gemini`; `options`: `{baseUrl, apiKey, apiKeyEnv, timeoutMs,
-   * connectTimeoutMs, maxRetries, initialBackoffMs, maxBackoffMs, stream, strict}`.
+   * connectTimeoutMs, maxRetries, initialBackoffMs, maxBackoffMs, stream, strict,
+   * headers}`; `headers` (`{name: value}`) go with every request, replacing a default of
+   * the same name.
    */
   static http(kind: string, model: string, options?: any | undefined | null): NativeModel
   /**

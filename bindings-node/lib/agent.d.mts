@@ -37,6 +37,11 @@ export interface HttpModelOptions {
   maxBackoffMs?: number
   stream?: boolean
   strict?: boolean
+  /**
+   * Sent with every request, names as written (a gateway's key, an organization id); one
+   * named like a default (`anthropic-version`) replaces it. An invalid name or value throws.
+   */
+  headers?: Record<string, string>
 }
 
 export declare const HttpModel: {

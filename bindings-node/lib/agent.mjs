@@ -124,7 +124,8 @@ export class Model {
 /**
  * The core's HTTP clients (streaming, timeouts, retries with backoff on 429 and 5xx, API key
  * from the environment). Options: `{baseUrl, apiKey, apiKeyEnv, timeoutMs, connectTimeoutMs,
- * maxRetries, initialBackoffMs, maxBackoffMs, stream, strict}`.
+ * maxRetries, initialBackoffMs, maxBackoffMs, stream, strict, headers}`; `headers`
+ * (`{name: value}`) go with every request, replacing a default of the same name.
  */
 export const HttpModel = Object.freeze({
   /** Chat Completions at OpenAI (`OPENAI_API_KEY`) or any compatible server (`baseUrl`: Ollama, vLLM, llama.cpp). */

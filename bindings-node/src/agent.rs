@@ -6,15 +6,16 @@
 //! iterator from `NativeAgentRun`, a burst at a time, like a batch's.
 
 use crate::engine::JsEngine;
+use crate::events::RunChannels;
 use crate::keys;
 use crate::model::JsModel;
 use crate::neutral::{invalid, js, parse};
+use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
-use napi::{Env, Status};
 use napi_derive::napi;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc::{self, UnboundedReceiver};
+use std::sync::Arc;
+use tokio::sync::mpsc;
 use tokio::sync::oneshot;
 use tooljig::agent::{Agent, AgentOptions, AgentState, Mode};
 use tooljig::stream::StreamEvent;
@@ -133,8 +134,7 @@ impl JsAgent {
             let _ = done_tx.send(done.to_string());
         });
         Ok(JsAgentRun {
-            events: Arc::new(tokio::sync::Mutex::new(rx)),
-            done: Mutex::new(Some(done_rx)),
+            channels: RunChannels::new(rx, done_rx),
         })
     }
 }
@@ -171,48 +171,107 @@ fn run_options(options: Option<String>) -> napi::Result<(Caller, Option<Mode>)> 
 /// The events and the end of one agent run.
 #[napi(js_name = "NativeAgentRun")]
 pub struct JsAgentRun {
-    events: Arc<tokio::sync::Mutex<UnboundedReceiver<StreamEvent>>>,
-    done: Mutex<Option<oneshot::Receiver<String>>>,
+    channels: RunChannels<StreamEvent>,
 }
+
+/// The objects of a list of stream events whose keys JS reads in camelCase: each event and a
+/// step's `usage` (see `camel_json.rs`). The data under `input`, `partial`, `output` and
+/// `error` is untouched, as `neutral.rs` leaves it.
+const AGENT_EVENT_OBJECTS: &[&str] = &["*", "*/usage"];
 
 #[napi]
 impl JsAgentRun {
     /// The next events as JSON array text (camelCase keys), or null once the run has ended.
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<String>>> {
-        let events = self.events.clone();
-        env.spawn_future(async move {
-            let mut rx = events.lock().await;
-            let Some(first) = rx.recv().await else {
-                return Ok(None);
-            };
-            let mut out = vec![js(&first)];
-            while let Ok(e) = rx.try_recv() {
-                out.push(js(&e));
-            }
-            Ok(Some(Value::Array(out).to_string()))
-        })
+        self.channels.next(env, AGENT_EVENT_OBJECTS)
     }
 
     /// How the run ended, as JSON text: `{outcome, state}` (`state`: the core's state JSON)
     /// or `{error: {code, message}}` when a resume was refused.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn result<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, String>> {
-        let done = self
-            .done
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .ok_or_else(|| {
-                napi::Error::new(Status::GenericFailure, "result() was already taken")
-            })?;
-        env.spawn_future(async move {
-            done.await.map_err(|e| {
-                napi::Error::new(
-                    Status::GenericFailure,
-                    format!("the agent run ended without a result: {e}"),
-                )
-            })
-        })
+        self.channels.result(env, "agent run")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::camel_json::to_camel_json;
+    use tooljig::providers::{FinishReason, Usage};
+    use tooljig::{ErrorCode, ToolError};
+
+    /// The patterns give the bytes `neutral.rs`'s rule gives (every key renamed but the data's).
+    #[test]
+    fn agent_events_are_written_as_the_neutral_rule_renames_them() {
+        let data = json!({"user_id": 1, "nested_obj": {"inner_key": [{"deep_key": null}]}});
+        let mut error = ToolError::new(ErrorCode::RateLimited, "slow down");
+        error.details.insert("retry_after_ms".into(), json!(20));
+        let events = vec![
+            StreamEvent::Start { run_id: "r".into() },
+            StreamEvent::StepStart { step: 1 },
+            StreamEvent::TextDelta {
+                delta: "a_b".into(),
+            },
+            StreamEvent::ReasoningDelta { delta: "x".into() },
+            StreamEvent::ToolInputStart {
+                call_id: "c".into(),
+                tool: "t".into(),
+            },
+            StreamEvent::ToolInputDelta {
+                call_id: "c".into(),
+                delta: "{".into(),
+                partial: Some(data.clone()),
+            },
+            StreamEvent::ToolInputAvailable {
+                call_id: "c".into(),
+                tool: "t".into(),
+                input: data.clone(),
+            },
+            StreamEvent::ToolInputIncomplete {
+                call_id: "c".into(),
+                tool: "t".into(),
+                text: "{\"user_id\"".into(),
+                partial: Some(data.clone()),
+                reason: "max_tokens".into(),
+            },
+            StreamEvent::ToolOutputAvailable {
+                call_id: "c".into(),
+                tool: "t".into(),
+                output: json!({"ok": true, "data": data.clone()}),
+            },
+            StreamEvent::ToolOutputError {
+                call_id: "c".into(),
+                tool: "t".into(),
+                error,
+            },
+            StreamEvent::ToolApprovalRequest {
+                call_id: "c".into(),
+                tool: "t".into(),
+                approval_id: "a".into(),
+            },
+            StreamEvent::ToolOutputPending {
+                call_id: "c".into(),
+                tool: "t".into(),
+                input: data,
+            },
+            StreamEvent::StepFinish {
+                step: 1,
+                finish_reason: FinishReason::ToolCalls,
+                usage: Usage {
+                    input_tokens: 3,
+                    output_tokens: 4,
+                },
+            },
+            StreamEvent::Finish {
+                finish_reason: FinishReason::Stop,
+            },
+            StreamEvent::Error {
+                message: "m".into(),
+            },
+        ];
+        let by_value = Value::Array(events.iter().map(js).collect()).to_string();
+        assert_eq!(to_camel_json(&events, AGENT_EVENT_OBJECTS), by_value);
     }
 }

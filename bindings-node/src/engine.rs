@@ -77,21 +77,17 @@ impl BatchInput {
 /// A batch's results as the JS layer reads them: camelCase keys (the batch's and each
 /// result's), envelopes and everything nested untouched.
 pub fn batch_text(out: &BatchResult) -> String {
-    let mut v = keys::rename(
-        serde_json::to_value(out).unwrap_or(Value::Null),
-        keys::camel,
-        &[],
-    );
-    if let Some(Value::Array(results)) = v.get_mut("results") {
-        for r in results.iter_mut() {
-            *r = result_value(r.take());
-        }
-    }
-    if let Some(report) = v.get_mut("rollback") {
-        *report = crate::engine_durable::rollback_value(report.take());
-    }
-    v.to_string()
+    crate::camel_json::to_camel_json(out, BATCH_OBJECTS)
 }
+
+/// The objects of a batch result whose keys JS reads in camelCase (see `camel_json.rs`).
+const BATCH_OBJECTS: &[&str] = &[
+    "",
+    "results/*",
+    "results/*/approval",
+    "rollback",
+    "rollback/entries/*",
+];
 
 /// One call result with camelCase keys (its `approval`'s too); its envelope and arguments
 /// untouched.

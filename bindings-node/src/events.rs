@@ -1,68 +1,63 @@
-//! `NativeStream`: the events of one batch, pulled by the JS layer's async iterator.
+//! `NativeStream`: the events of one batch, pulled by the JS layer's async iterator; and
+//! [`RunChannels`], what it shares with an agent run's `NativeAgentRun` (`agent.rs`).
 //!
 //! Each `next()` resolves with every event available at that moment (at least one) as a JSON
 //! array, so a burst of events costs one round trip; `null` means the batch is over.
 
-use crate::engine::result_value;
-use crate::keys;
+use crate::camel_json::to_camel_json;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Status};
 use napi_derive::napi;
-use serde_json::Value;
+use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::oneshot;
 use tooljig::Event;
 
-/// The events and the final result of a running batch.
-#[napi(js_name = "NativeStream")]
-pub struct JsStream {
-    events: Arc<tokio::sync::Mutex<UnboundedReceiver<Event>>>,
-    done: Arc<Mutex<Option<oneshot::Receiver<String>>>>,
+/// The two ends a running batch or agent run hands the JS layer: its events, pulled a burst
+/// at a time, and the JSON text its task sends when it ends.
+pub struct RunChannels<T> {
+    events: Arc<tokio::sync::Mutex<UnboundedReceiver<T>>>,
+    done: Mutex<Option<oneshot::Receiver<String>>>,
 }
 
-impl JsStream {
-    /// A stream over a batch's event receiver and the task that runs it.
-    pub fn new(events: UnboundedReceiver<Event>, done: oneshot::Receiver<String>) -> Self {
-        JsStream {
+impl<T: Serialize + Send + 'static> RunChannels<T> {
+    /// Over a run's event receiver and the receiver of its end.
+    pub fn new(events: UnboundedReceiver<T>, done: oneshot::Receiver<String>) -> Self {
+        RunChannels {
             events: Arc::new(tokio::sync::Mutex::new(events)),
-            done: Arc::new(Mutex::new(Some(done))),
+            done: Mutex::new(Some(done)),
         }
     }
-}
 
-/// An event with camelCase keys; a `call_finished` event's result too. Values untouched.
-pub fn event_value(event: Event) -> Value {
-    let v = serde_json::to_value(&event).unwrap_or(Value::Null);
-    let mut v = keys::rename(v, keys::camel, &[]);
-    if let Some(result) = v.get_mut("result") {
-        *result = result_value(result.take());
-    }
-    v
-}
-
-#[napi]
-impl JsStream {
-    /// The next events as JSON array text, or null once the batch has finished.
-    #[napi(ts_return_type = "Promise<string | null>")]
-    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<String>>> {
+    /// Every event available (waiting for the first) as JSON array text, the keys of the
+    /// objects at `patterns` in camelCase (see `camel_json.rs`); null once the run is over.
+    pub fn next<'env>(
+        &self,
+        env: &'env Env,
+        patterns: &'static [&'static str],
+    ) -> napi::Result<PromiseRaw<'env, Option<String>>> {
         let events = self.events.clone();
         env.spawn_future(async move {
             let mut rx = events.lock().await;
             let Some(first) = rx.recv().await else {
                 return Ok(None);
             };
-            let mut out = vec![event_value(first)];
+            let mut out = vec![first];
             while let Ok(e) = rx.try_recv() {
-                out.push(event_value(e));
+                out.push(e);
             }
-            Ok(Some(Value::Array(out).to_string()))
+            Ok(Some(to_camel_json(&out, patterns)))
         })
     }
 
-    /// The batch's results (as `NativeEngine.run` gives them), once it has finished.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn result<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, String>> {
+    /// The run's end as its task sent it; once only. `what` names the run in the error when
+    /// the task ended without sending it.
+    pub fn result<'env>(
+        &self,
+        env: &'env Env,
+        what: &'static str,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
         let done = self
             .done
             .lock()
@@ -75,9 +70,43 @@ impl JsStream {
             done.await.map_err(|e| {
                 napi::Error::new(
                     Status::GenericFailure,
-                    format!("the batch ended without a result: {e}"),
+                    format!("the {what} ended without a result: {e}"),
                 )
             })
         })
+    }
+}
+
+/// The events and the final result of a running batch.
+#[napi(js_name = "NativeStream")]
+pub struct JsStream {
+    channels: RunChannels<Event>,
+}
+
+impl JsStream {
+    /// A stream over a batch's event receiver and the task that runs it.
+    pub fn new(events: UnboundedReceiver<Event>, done: oneshot::Receiver<String>) -> Self {
+        JsStream {
+            channels: RunChannels::new(events, done),
+        }
+    }
+}
+
+/// The objects of a list of events whose keys JS reads in camelCase: each event, a
+/// `call_finished` event's result and its approval (see `camel_json.rs`). Values untouched.
+const EVENT_OBJECTS: &[&str] = &["*", "*/result", "*/result/approval"];
+
+#[napi]
+impl JsStream {
+    /// The next events as JSON array text, or null once the batch has finished.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<String>>> {
+        self.channels.next(env, EVENT_OBJECTS)
+    }
+
+    /// The batch's results (as `NativeEngine.run` gives them), once it has finished.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn result<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, String>> {
+        self.channels.result(env, "batch")
     }
 }

@@ -19,7 +19,8 @@
 //!   rollback);
 //! - `events.rs`: `NativeStream`, the events of a batch pulled from JavaScript;
 //! - `cancel.rs`: `NativeCancel`, cancellation from an `AbortSignal`;
-//! - `keys.rs`: the camelCase ↔ snake_case rule at the JS edge;
+//! - `keys.rs`: the camelCase ↔ snake_case rule at the JS edge; `camel_json.rs`: the same
+//!   rule applied while serializing results, on the hot path;
 //! - `floor.rs`: the core's own per-call cost, the benchmark's floor;
 //! - `error.rs`: registration mistakes as `{code, message}` problems;
 //! - `providers.rs`, `stream.rs`, `model.rs`, `agent.rs`, `neutral.rs`: provider formats,
@@ -27,6 +28,7 @@
 
 mod agent;
 mod approval_predicate;
+mod camel_json;
 mod cancel;
 mod dispatcher;
 mod engine;

@@ -190,6 +190,27 @@ struct HttpModelOptions {
     strict: bool,
 }
 
+/// The `headers` option: an object of header names to string values, in its order.
+fn header_pairs(headers: Option<Value>) -> napi::Result<Vec<(String, String)>> {
+    let not_an_object = || {
+        invalid(
+            "HTTP model headers",
+            "expected an object of header names to values (strings)",
+        )
+    };
+    match headers {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(map)) => map
+            .into_iter()
+            .map(|(name, value)| match value {
+                Value::String(value) => Ok((name, value)),
+                _ => Err(not_an_object()),
+            })
+            .collect(),
+        Some(_) => Err(not_an_object()),
+    }
+}
+
 /// One step of a script from JavaScript: `{turn}` or `{error: {kind, message}}`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -223,12 +244,19 @@ impl JsModel {
 
     /// One of the core's HTTP clients: `kind` is `openai_compatible`, `openai_responses`,
     /// `anthropic` or `gemini`; `options`: `{baseUrl, apiKey, apiKeyEnv, timeoutMs,
-    /// connectTimeoutMs, maxRetries, initialBackoffMs, maxBackoffMs, stream, strict}`.
+    /// connectTimeoutMs, maxRetries, initialBackoffMs, maxBackoffMs, stream, strict,
+    /// headers}`; `headers` (`{name: value}`) go with every request, replacing a default of
+    /// the same name.
     #[napi(factory)]
     pub fn http(kind: String, model: String, options: Option<Value>) -> napi::Result<Self> {
-        let o: HttpModelOptions = match options {
-            None | Some(Value::Null) => HttpModelOptions::default(),
-            Some(o) => parse("HTTP model options", o)?,
+        // Header names are the app's own spelling: taken out before option keys are renamed.
+        let (o, headers): (HttpModelOptions, _) = match options {
+            None | Some(Value::Null) => (HttpModelOptions::default(), None),
+            Some(Value::Object(mut o)) => {
+                let headers = o.remove("headers");
+                (parse("HTTP model options", Value::Object(o))?, headers)
+            }
+            Some(o) => (parse("HTTP model options", o)?, None),
         };
         let mut m = match kind.as_str() {
             "openai_compatible" | "openai_chat" => HttpModel::openai_compatible(model),
@@ -271,6 +299,11 @@ impl JsModel {
         }
         if o.strict {
             m = m.strict();
+        }
+        for (name, value) in header_pairs(headers)? {
+            m = m
+                .header(name, value)
+                .map_err(|e| invalid("HTTP model headers", e.message))?;
         }
         Ok(JsModel {
             client: Arc::new(m),

@@ -24,22 +24,6 @@ impl JsPolicyHook {
     }
 }
 
-/// Reads what the hook returned.
-fn decision(value: Value) -> Result<AccessDecision, HandlerError> {
-    match value {
-        Value::Bool(true) => Ok(AccessDecision::allow()),
-        Value::Bool(false) => Ok(AccessDecision::deny(
-            "the app's access policy refused this call",
-        )),
-        v @ Value::Object(_) => serde_json::from_value(v).map_err(|e| {
-            HandlerError::unexpected(format!("the policy hook returned an invalid decision: {e}"))
-        }),
-        other => Err(HandlerError::unexpected(format!(
-            "the policy hook returned {other}; return true, false or {{allow, reason}}"
-        ))),
-    }
-}
-
 impl PolicyHook for JsPolicyHook {
     fn check(&self, request: AccessRequest) -> BoxFuture<Result<AccessDecision, HandlerError>> {
         let mut request = keys::rename(
@@ -54,28 +38,9 @@ impl PolicyHook for JsPolicyHook {
         let dispatcher = self.dispatcher.clone();
         Box::pin(async move {
             match dispatcher.wait(token, rx, None).await {
-                (OK, value) => decision(value),
+                (OK, value) => AccessDecision::from_answer(value, "true, false or {allow, reason}"),
                 (kind, payload) => Err(to_failure(kind, payload, "the policy hook")),
             }
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn decisions_read_from_js_values() {
-        assert!(decision(json!(true)).unwrap().allow);
-        assert!(!decision(json!(false)).unwrap().allow);
-        let d = decision(json!({"allow": false, "reason": "not your department"})).unwrap();
-        assert_eq!(d.reason.as_deref(), Some("not your department"));
-        assert!(
-            decision(Value::Null).is_err(),
-            "forgetting to return fails closed"
-        );
-        assert!(decision(json!({"allowed": true})).is_err());
     }
 }

@@ -1,7 +1,11 @@
 // The agent loop from Node with models written in JavaScript: multi-round with parallel
 // calls, needs → one question → the answer, the step limit's final answer, fallbacks, a run
-// suspended on a client-side tool that is stored as JSON and resumed.
+// suspended on a client-side tool that is stored as JSON and resumed, a run suspended on an
+// approval that resumes once it is decided.
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { test } from 'node:test'
 import { Agent, AgentState, Engine, FallbackChain, Model, ModelError, ScriptedModel, ToolError, needs, toUiMessageStream } from '../lib/index.mjs'
 
@@ -164,6 +168,83 @@ test('a run suspended on a client-side tool is stored as JSON and resumed with i
   assert.equal(done.answer, 'You picked /tmp/a.txt.')
   assert.deepEqual(last(model.requests()[1]).results[0].envelope, { ok: true, data: { path: '/tmp/a.txt' } })
   await assert.rejects(agent.resumeWithResults(restored, []).outcome, (err) => err instanceof ToolError && err.code === 'invalid_request')
+})
+
+/** An engine whose high-risk `send_email` needs approval (a durable approval in its state store). */
+function approvalEngine(sent, options = {}) {
+  const e = new Engine({ approvalRules: { minRisk: 'high' }, ...options })
+  e.register('send_email', {
+    description: 'Sends an email.',
+    inputSchema: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] },
+    execute: async ({ to }) => {
+      sent.push(to)
+      return { sentTo: to }
+    },
+  }, { risk: 'high' })
+  return e
+}
+
+const emailAna = { toolCalls: [{ id: 'e1', name: 'send_email', arguments: { to: 'ana@x.io' } }] }
+const alice = { principal: 'alice', tenant: 'acme' }
+
+test('a run suspended on an approval resumes once it is approved: the call runs once, the model answers', async () => {
+  const sent = []
+  const engine = approvalEngine(sent)
+  const model = new ScriptedModel([emailAna, 'Sent to Ana.'])
+  const agent = new Agent(engine, model)
+  const state = new AgentState('Email Ana')
+  const run = agent.run(state, { caller: alice })
+  const events = []
+  for await (const ev of run) events.push(ev)
+  const out = await run
+  assert.equal(out.status.status, 'suspended')
+  const [pending] = out.status.pending
+  assert.deepEqual([pending.callId, pending.tool, pending.status, pending.arguments], ['e1', 'send_email', 'pending_approval', { to: 'ana@x.io' }])
+  assert.ok(events.some((ev) => ev.type === 'tool_approval_request' && ev.approvalId === pending.approvalId))
+  assert.deepEqual(sent, [])
+  // Not decided yet: resuming keeps the run suspended and runs nothing.
+  const still = await agent.resume(state, { caller: alice })
+  assert.equal(still.status.status, 'suspended')
+  assert.deepEqual(sent, [])
+
+  const record = await engine.decide(pending.approvalId, { decision: 'approve', argumentsHash: pending.argumentsHash }, alice)
+  assert.equal(record.status, 'approved')
+  const done = await agent.resume(state, { caller: alice })
+  assert.deepEqual(done.status, { status: 'finished', reason: 'answered' })
+  assert.equal(done.answer, 'Sent to Ana.')
+  assert.deepEqual(sent, ['ana@x.io'])
+  assert.equal(done.counters.toolSuccesses, 1)
+  // The model answered from the approved call's real result.
+  assert.deepEqual(last(model.requests().at(-1)).results[0].envelope, { ok: true, data: { sentTo: 'ana@x.io' } })
+  // The run is over: resuming again is refused and runs nothing twice.
+  await assert.rejects(agent.resume(state, { caller: alice }).outcome, (err) => err instanceof ToolError && err.code === 'invalid_request')
+  assert.deepEqual(sent, ['ana@x.io'])
+})
+
+test('a stored run suspended on an approval resumes through another Engine and Agent on the same SQLite store', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tooljig-agent-'))
+  try {
+    const stateStore = { sqlite: join(dir, 'state.db') }
+    const sent = []
+    const first = new Agent(approvalEngine(sent, { stateStore }), new ScriptedModel([emailAna]))
+    const state = new AgentState('Email Ana')
+    const out = await first.run(state, { caller: alice })
+    const [pending] = out.status.pending
+    const stored = JSON.stringify(state)
+    // A later request, as another process would serve it: its own engine and agent on the
+    // same store, the state read back from storage, the decision made there.
+    const engine = approvalEngine(sent, { stateStore })
+    await engine.decide(pending.approvalId, { decision: 'approve', argumentsHash: pending.argumentsHash }, alice)
+    const second = new Agent(engine, new ScriptedModel(['Sent to Ana.']))
+    const restored = AgentState.fromJSON(stored)
+    const done = await second.resume(restored, { caller: alice })
+    assert.deepEqual(done.status, { status: 'finished', reason: 'answered' })
+    assert.equal(done.answer, 'Sent to Ana.')
+    assert.deepEqual(sent, ['ana@x.io'])
+    assert.deepEqual(restored.status, { status: 'finished', reason: 'answered' })
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test('bad arguments are refused clearly', () => {

@@ -1,6 +1,6 @@
 // The core's HTTP model clients from Node, against a local node:http server replaying
 // recorded provider streams (no network): streams replay exactly, a stream cut inside a
-// call's arguments never runs the call, a 429 is retried.
+// call's arguments never runs the call, a 429 is retried, extra headers go with every request.
 import assert from 'node:assert/strict'
 import { readFileSync, readdirSync } from 'node:fs'
 import { createServer } from 'node:http'
@@ -113,4 +113,29 @@ test('a 429 is retried after the server\'s retry-after; a 401 is not', async () 
     await refusing.close()
   }
   assert.throws(() => HttpModel.openaiCompatible('m', { baseURL: 'x' }), /baseURL|base_u_r_l/)
+})
+
+test('extra headers go with every request, retries included, names as written', async () => {
+  const sse =
+    `data: ${JSON.stringify({ choices: [{ index: 0, delta: { role: 'assistant', content: 'Hello' }, finish_reason: null }] })}\n\n` +
+    `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`
+  const server = await serve((n) => (n === 0 ? { status: 429, headers: { 'retry-after-ms': '5', 'content-type': 'application/json' }, body: '{}' } : { body: sse }))
+  try {
+    const headers = { 'X-Gateway-Key': 'g-1', 'OpenAI-Organization': 'org-7', xTraceId: 't-9' }
+    const model = HttpModel.openaiCompatible('gpt-test', { baseUrl: server.url, apiKey: 'k', maxRetries: 1, initialBackoffMs: 1, headers })
+    assert.equal((await model.respond(request)).content, 'Hello')
+    assert.equal(server.requests.length, 2)
+    for (const r of server.requests) {
+      assert.equal(r.headers['x-gateway-key'], 'g-1')
+      assert.equal(r.headers['openai-organization'], 'org-7')
+      assert.equal(r.headers.xtraceid, 't-9', 'a camelCase name is not renamed like an option')
+      assert.equal(r.headers.authorization, 'Bearer k')
+    }
+  } finally {
+    await server.close()
+  }
+  assert.throws(() => HttpModel.openaiCompatible('m', { headers: { 'bad name': 'v' } }), /header name/)
+  assert.throws(() => HttpModel.anthropic('m', { headers: { 'x-a': 'line\nbreak' } }), /header value/)
+  assert.throws(() => HttpModel.gemini('m', { headers: { 'x-a': 1 } }), /object of header names/)
+  assert.throws(() => HttpModel.gemini('m', { headers: [['x-a', 'v']] }), /object of header names/)
 })

@@ -29,6 +29,12 @@ ARGS = {"city": "Lisbon", "units": "c", "days": 3}
 ARGS_TEXT = json.dumps(ARGS)  # models send arguments as a JSON string
 
 
+def _ratio(theirs: float, ours: float) -> str:
+    """``theirs / ours`` in words: how much faster (or slower) tooljig is."""
+    r = theirs / ours
+    return f"tooljig {r:.1f}x faster" if r >= 1 else f"tooljig {1 / r:.1f}x slower"
+
+
 def weather(city: str, units: Literal["c", "f"] = "c", days: int = 1) -> dict[str, Any]:
     """Weather forecast.
 
@@ -174,8 +180,8 @@ async def main() -> None:
     for name, f in figures.items():
         if name != "tooljig":
             print(
-                f"tooljig is {f['sync'] / ours['sync']:.1f}x (sync) and {f['async'] / ours['async']:.1f}x (async) "
-                f"faster than {name}"
+                f"{name} / tooljig: {_ratio(f['sync'], ours['sync'])} (sync), "
+                f"{_ratio(f['async'], ours['async'])} (async)"
             )
 
 

@@ -58,22 +58,6 @@ impl PyPolicyHook {
     }
 }
 
-/// Reads what the hook returned.
-pub fn decision(value: Value) -> Result<AccessDecision, HandlerError> {
-    match value {
-        Value::Bool(true) => Ok(AccessDecision::allow()),
-        Value::Bool(false) => Ok(AccessDecision::deny(
-            "the app's access policy refused this call",
-        )),
-        v @ Value::Object(_) => serde_json::from_value(v).map_err(|e| {
-            HandlerError::unexpected(format!("the policy hook returned an invalid decision: {e}"))
-        }),
-        other => Err(HandlerError::unexpected(format!(
-            "the policy hook returned {other}; return True, False or {{\"allow\": ..., \"reason\": ...}}"
-        ))),
-    }
-}
-
 impl PolicyHook for PyPolicyHook {
     fn check(&self, request: AccessRequest) -> BoxFuture<Result<AccessDecision, HandlerError>> {
         self.check_hosted(request, None)
@@ -86,7 +70,12 @@ impl PolicyHook for PyPolicyHook {
     ) -> BoxFuture<Result<AccessDecision, HandlerError>> {
         let request = serde_json::to_value(&request).unwrap_or(Value::Null);
         let answer = self.0.ask(request, host, "the policy hook");
-        Box::pin(async move { decision(answer.await?) })
+        Box::pin(async move {
+            AccessDecision::from_answer(
+                answer.await?,
+                r#"True, False or {"allow": ..., "reason": ...}"#,
+            )
+        })
     }
 }
 
@@ -165,16 +154,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn decisions_and_resolutions_read_from_values() {
-        assert!(decision(json!(true)).unwrap().allow);
-        assert!(!decision(json!(false)).unwrap().allow);
-        let d = decision(json!({"allow": false, "reason": "no"})).unwrap();
-        assert_eq!(d.reason.as_deref(), Some("no"));
-        assert!(
-            decision(Value::Null).is_err(),
-            "returning nothing fails closed"
-        );
-        assert!(decision(json!({"allowed": true})).is_err());
+    fn resolutions_read_from_values() {
         assert_eq!(
             resolution(json!({"status": "found", "value": "u1"})).unwrap(),
             Resolution::Found { value: json!("u1") }

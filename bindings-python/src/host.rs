@@ -32,7 +32,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 use tooljig::{BatchResult, ErrorCode, Event, HandlerError, HandlerResult, ToolContext, ToolError};
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Locks `m` even when poisoned: a panic elsewhere must not wedge every later batch or run.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -4,9 +4,11 @@
 //! its own while it blocks; and a trivial one should cost a few µs, so threads must not be
 //! started or attached per call. The pool does both: jobs go through one queue; an idle
 //! worker takes a job, attaches to the interpreter once and keeps running queued jobs while it
-//! stays attached, detaching only when the queue is empty. A new worker starts whenever a job
-//! arrives and no worker is idle (up to [`MAX_WORKERS`]), so blocking handlers run in
-//! parallel; idle workers leave after [`IDLE_TIMEOUT`]. (`spawn_blocking` plus an attach per
+//! stays attached, detaching only when the queue is empty. A new worker starts whenever more
+//! jobs wait than workers are idle (up to [`MAX_WORKERS`]), checked when a job is queued and
+//! again when a worker takes one, so a burst of blocking handlers runs in parallel rather
+//! than queueing behind the few workers that took the first jobs; idle workers leave after
+//! [`IDLE_TIMEOUT`]. (`spawn_blocking` plus an attach per
 //! call measured 60–130 µs a call on this project's machine; see BENCHMARKS.md for the pool.)
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
@@ -71,23 +73,35 @@ pub fn submit(job: Job) -> Result<(), Job> {
     }
     let pool = pool();
     pool.tx.send(job).map_err(|e| e.into_inner())?;
-    if pool.idle.load(Ordering::SeqCst) == 0 && pool.workers.load(Ordering::SeqCst) < MAX_WORKERS {
-        pool.workers.fetch_add(1, Ordering::SeqCst);
-        let worker = pool.clone();
-        let spawned = std::thread::Builder::new()
-            .name("tooljig-sync".into())
-            .spawn(move || work(worker));
-        if spawned.is_err() {
-            pool.workers.fetch_sub(1, Ordering::SeqCst);
-            // The job stays queued for the workers that exist; with none, take it back.
-            if pool.workers.load(Ordering::SeqCst) == 0 {
-                if let Ok(job) = pool.rx.try_recv() {
-                    return Err(job);
-                }
-            }
+    if !ensure_workers(&pool) && pool.workers.load(Ordering::SeqCst) == 0 {
+        // No thread could be started and none exists: take the job back.
+        if let Ok(job) = pool.rx.try_recv() {
+            return Err(job);
         }
     }
     Ok(())
+}
+
+/// Starts a worker when more jobs wait than workers are idle. Called after every event that
+/// can leave a job waiting: a job queued, and a worker taking one (an idle worker counted by
+/// a submitter may be the one that just took another job, so the taker checks again).
+/// Returns false when a needed thread could not be started.
+fn ensure_workers(pool: &Arc<Pool>) -> bool {
+    if pool.rx.len() <= pool.idle.load(Ordering::SeqCst)
+        || pool.workers.load(Ordering::SeqCst) >= MAX_WORKERS
+    {
+        return true;
+    }
+    pool.workers.fetch_add(1, Ordering::SeqCst);
+    let worker = pool.clone();
+    let spawned = std::thread::Builder::new()
+        .name("tooljig-sync".into())
+        .spawn(move || work(worker));
+    if spawned.is_err() {
+        pool.workers.fetch_sub(1, Ordering::SeqCst);
+        return false;
+    }
+    true
 }
 
 fn work(pool: Arc<Pool>) {
@@ -96,7 +110,10 @@ fn work(pool: Arc<Pool>) {
         let next = pool.rx.recv_timeout(IDLE_TIMEOUT);
         pool.idle.fetch_sub(1, Ordering::SeqCst);
         match next {
-            Ok(job) => run_attached(&pool, job),
+            Ok(job) => {
+                ensure_workers(&pool);
+                run_attached(&pool, job);
+            }
             Err(RecvTimeoutError::Timeout) => {
                 pool.workers.fetch_sub(1, Ordering::SeqCst);
                 // A job may have arrived after the timeout while this worker still counted
@@ -112,7 +129,7 @@ fn work(pool: Arc<Pool>) {
 }
 
 /// Runs `first` and every job queued meanwhile, attached once.
-fn run_attached(pool: &Pool, first: Job) {
+fn run_attached(pool: &Arc<Pool>, first: Job) {
     pool.attached.fetch_add(1, Ordering::SeqCst);
     // Checked after counting ourselves in, so `wait_detached` cannot miss this worker.
     if !crate::runtime::shutting_down() {
@@ -124,7 +141,11 @@ fn run_attached(pool: &Pool, first: Job) {
                     break;
                 }
                 match pool.rx.try_recv() {
-                    Ok(next) => job = next,
+                    Ok(next) => {
+                        job = next;
+                        // A blocking handler may follow: the jobs after it get workers.
+                        ensure_workers(pool);
+                    }
                     Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
                 }
             }

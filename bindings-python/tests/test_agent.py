@@ -9,6 +9,7 @@ import http.server
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -281,16 +282,23 @@ def test_misuse_is_a_clear_error() -> None:
 # --- the HTTP client against a local server replaying a recorded stream ------------------
 
 
+#: The replay server's URL, the bodies it received, the bodies it will answer with, and the
+#: headers it received (names lowercased).
+Replay = tuple[str, list[dict[str, Any]], list[bytes], list[dict[str, str]]]
+
+
 @pytest.fixture
-def replay_server() -> Iterator[tuple[str, list[dict[str, Any]], list[bytes]]]:
+def replay_server() -> Iterator[Replay]:
     """A local Chat Completions endpoint: answers each POST with the next queued body (SSE
     bytes, or a 429 first when queued as b"429")."""
     bodies: list[bytes] = []
     seen: list[dict[str, Any]] = []
+    heard: list[dict[str, str]] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             length = int(self.headers.get("content-length", "0"))
+            heard.append({k.lower(): v for k, v in self.headers.items()})
             seen.append(json.loads(self.rfile.read(length)))
             body = bodies.pop(0)
             if body == b"429":
@@ -313,16 +321,16 @@ def replay_server() -> Iterator[tuple[str, list[dict[str, Any]], list[bytes]]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen, bodies
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen, bodies, heard
     finally:
         server.shutdown()
         server.server_close()
 
 
 def test_http_model_replays_a_recorded_stream_after_a_429(
-    replay_server: tuple[str, list[dict[str, Any]], list[bytes]],
+    replay_server: Replay,
 ) -> None:
-    url, seen, bodies = replay_server
+    url, seen, bodies, _ = replay_server
     recorded = None
     for path in sorted(corpus("wire/openai-chat-sse").glob("*.bin")):
         data = path.read_bytes()
@@ -348,6 +356,47 @@ def test_http_model_replays_a_recorded_stream_after_a_429(
         "role": "user",
         "content": "hello",
     }
+
+
+def chat_sse(text: str) -> bytes:
+    """A Chat Completions stream answering ``text``."""
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+
+
+def test_http_model_sends_the_extra_headers_with_every_request(replay_server: Replay) -> None:
+    url, _, bodies, heard = replay_server
+    bodies.extend([b"429", chat_sse("hi")])
+    model = HttpModel.openai_compatible(
+        "gpt-test",
+        base_url=url,
+        api_key="test-key",
+        max_retries=1,
+        initial_backoff_ms=5,
+        headers={"X-Gateway-Key": "g-1", "OpenAI-Organization": "org-7"},
+    )
+    out = Agent(tooljig.Engine(), model).run_sync(AgentState("hello"))
+    assert out.answer == "hi"
+    # The retry after the 429 carries them too, beside the API key.
+    assert len(heard) == 2
+    for headers in heard:
+        assert headers["x-gateway-key"] == "g-1"
+        assert headers["openai-organization"] == "org-7"
+        assert headers["authorization"] == "Bearer test-key"
+
+
+def test_http_model_headers_that_no_request_could_carry_are_refused() -> None:
+    with pytest.raises(tooljig.InvalidInputError, match="header name"):
+        HttpModel.openai_compatible("m", headers={"bad name": "v"})
+    with pytest.raises(tooljig.InvalidInputError, match="header value"):
+        HttpModel.anthropic("m", headers={"x-a": "line\nbreak"})
+    with pytest.raises(tooljig.InvalidInputError, match="mapping of header names"):
+        HttpModel.gemini("m", headers={"x-a": 1})  # type: ignore[dict-item]
+    with pytest.raises(tooljig.InvalidInputError, match="mapping of header names"):
+        HttpModel.gemini("m", headers=[("x-a", "v")])  # type: ignore[arg-type]
 
 
 # --- suspension, cancellation, the JSON protocol ------------------------------------------
@@ -384,6 +433,99 @@ def test_a_client_side_tool_suspends_the_run_which_resumes_with_its_result() -> 
         "ok": True,
         "data": "report.pdf",
     }
+
+
+MAIL = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
+REVIEWER = {"principal": "rita", "tenant": "acme", "roles": ["reviewer"]}
+USER = {"principal": "alice", "tenant": "acme"}
+
+
+def approval_engine(sent: list[str], **options: Any) -> tooljig.Engine:
+    """An engine whose `send_email` needs a reviewer's approval: a durable approval in the
+    engine's state store (in memory unless `state_store` is given)."""
+    engine = tooljig.Engine(approval_rules={"min_risk": "high"}, **options)
+
+    async def send_email(args: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        sent.append(args["to"])
+        return {"sent_to": args["to"]}
+
+    engine.register(
+        "send_email",
+        "Sends an email.",
+        MAIL,
+        send_email,
+        risk="high",
+        approval={"approver_roles": ["reviewer"]},
+    )
+    return engine
+
+
+EMAIL_ANA = {"tool_calls": [{"id": "e1", "name": "send_email", "arguments": {"to": "ana@x.io"}}]}
+
+
+async def test_an_approved_call_runs_once_when_the_agent_resumes() -> None:
+    sent: list[str] = []
+    engine = approval_engine(sent)
+    model = ScriptedModel("m", [EMAIL_ANA, "Sent to Ana."])
+    agent = Agent(engine, model)
+    state = AgentState("Email Ana")
+    out = await agent.run(state, caller=USER)
+    assert out.status == "suspended" and out.answer == ""
+    [pending] = out.pending
+    assert (pending["call_id"], pending["status"]) == ("e1", "pending_approval")
+    assert pending["arguments"] == {"to": "ana@x.io"} and sent == []
+    # Not decided yet: resuming keeps the run suspended and runs nothing.
+    still = await agent.resume(state, caller=USER)
+    assert still.status == "suspended" and sent == []
+    decided = await engine.decide(
+        pending["approval_id"],
+        "approve",
+        arguments_hash=pending["arguments_hash"],
+        approver=REVIEWER,
+    )
+    assert decided["status"] == "approved"
+    out = await agent.resume(state, caller=USER)
+    assert (out.status, out.reason, out.answer) == ("finished", "answered", "Sent to Ana.")
+    assert sent == ["ana@x.io"]
+    assert out.counters["tool_successes"] == 1
+    # The model answered from the approved call's real result.
+    assert last_tool_results(model.requests()[-1])[0]["envelope"] == {
+        "ok": True,
+        "data": {"sent_to": "ana@x.io"},
+    }
+    # The run is over: resuming again is refused and runs nothing twice.
+    with pytest.raises(tooljig.InvalidInputError, match="not suspended"):
+        await agent.resume(state, caller=USER)
+    assert sent == ["ana@x.io"]
+
+
+def test_a_stored_run_resumes_after_approval_in_another_engine_on_the_same_store(
+    tmp_path: Path,
+) -> None:
+    store = tooljig.SqliteStore(tmp_path / "runs.db")
+    sent: list[str] = []
+    first = Agent(approval_engine(sent, state_store=store), ScriptedModel("m", [EMAIL_ANA]))
+    state = AgentState("Email Ana")
+    out = first.run_sync(state, caller=USER)
+    assert out.status == "suspended"
+    [pending] = out.pending
+    stored = state.to_json()
+    # A later request, as another process would serve it: its own engine and agent on the
+    # same store, the state read back from storage, the decision made there.
+    engine = approval_engine(sent, state_store=store)
+    engine.decide_sync(
+        pending["approval_id"],
+        "approve",
+        arguments_hash=pending["arguments_hash"],
+        approver=REVIEWER,
+    )
+    second = Agent(engine, ScriptedModel("m", ["Sent to Ana."]))
+    state = AgentState.from_json(stored)
+    out = second.resume_sync(state, caller=USER)
+    assert (out.status, out.reason, out.answer) == ("finished", "answered", "Sent to Ana.")
+    assert sent == ["ana@x.io"]
+    assert state.status == {"status": "finished", "reason": "answered"}
 
 
 def test_cancelling_a_run_leaves_the_state_as_it_was() -> None:
@@ -439,6 +581,17 @@ def test_two_runs_of_one_state_at_once_are_refused() -> None:
     asyncio.run(main())
 
 
+async def test_the_next_run_of_a_state_may_start_as_soon_as_the_last_one_returned() -> None:
+    # The state is free before the outcome is handed over, not when the run's task ends
+    # (a moment later): back to back, every send is accepted.
+    agent = Agent(tooljig.Engine(), ScriptedModel("m", [], then_forever="ok"))
+    state = AgentState()
+    for i in range(50):
+        out = await agent.send(state, f"message {i}")
+        assert out.answer == "ok"
+    assert len(state.messages) == 100
+
+
 def test_json_protocol_agent_runs_dependent_calls() -> None:
     log: list[str] = []
     plan = json.dumps(
@@ -467,9 +620,9 @@ def test_json_protocol_agent_runs_dependent_calls() -> None:
 
 
 def test_http_anthropic_model_runs_a_recorded_tool_use_stream_through_a_python_tool(
-    replay_server: tuple[str, list[dict[str, Any]], list[bytes]],
+    replay_server: Replay,
 ) -> None:
-    url, seen, bodies = replay_server
+    url, seen, bodies, _ = replay_server
     wire = corpus("wire/anthropic-messages-sse")
     tool_use, basic = wire / "tool_use_response.txt", wire / "basic_response.txt"
     if not (tool_use.exists() and basic.exists()):

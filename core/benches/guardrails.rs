@@ -14,9 +14,10 @@
 //!   argument, hook), then with the rate limit, with the cache, and with audit records built
 //!   and handed to a sink that drops them; `guarded` adds SQLite storage on top.
 //!
-//! Run with `cargo bench -p tooljig --bench guardrails`; figures go to `BENCHMARKS.md`.
+//! Run with `cargo bench -p tooljig --bench guardrails`; figures go to `BENCHMARKS.md`. For
+//! instruction counts, see `counted` at the end.
 
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group};
 use serde_json::{Value, json};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -170,11 +171,14 @@ fn calls(n: usize, nonce: &AtomicU64) -> Vec<Call> {
         .collect()
 }
 
+/// Runs each batch in a task of the runtime, as an async app or a binding does (the driver
+/// then shares the 2 worker threads with the calls, instead of running on a third thread
+/// outside the runtime, whose placement made figures swing by half from run to run).
 fn bench_engine(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     rt: &tokio::runtime::Runtime,
     name: &str,
-    engine: &Engine,
+    engine: &Arc<Engine>,
     n: usize,
     nonce: &AtomicU64,
 ) {
@@ -182,10 +186,17 @@ fn bench_engine(
     group.bench_function(format!("{name}/{n}"), |b| {
         b.to_async(rt).iter_batched(
             || calls(n, nonce),
-            |calls| async {
-                let out = engine.run(calls, caller(), BatchOptions::default()).await;
-                debug_assert!(out.results.iter().all(|r| r.envelope.is_ok()));
-                black_box(out)
+            |calls| {
+                let engine = engine.clone();
+                async move {
+                    let out = tokio::spawn(async move {
+                        engine.run(calls, caller(), BatchOptions::default()).await
+                    })
+                    .await
+                    .expect("the batch task");
+                    debug_assert!(out.results.iter().all(|r| r.envelope.is_ok()));
+                    black_box(out)
+                }
             },
             BatchSize::LargeInput,
         )
@@ -195,8 +206,8 @@ fn bench_engine(
 fn overhead(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("a temp dir");
-    let bare = bare();
-    let all = guarded(ALL, dir.path());
+    let bare = Arc::new(bare());
+    let all = Arc::new(guarded(ALL, dir.path()));
     let nonce = AtomicU64::new(0);
     let mut group = c.benchmark_group("guardrails");
     group.sample_size(10);
@@ -241,11 +252,62 @@ fn overhead(c: &mut Criterion) {
         ),
     ];
     for (name, l) in layers {
-        let engine = guarded(l, dir.path());
+        let engine = Arc::new(guarded(l, dir.path()));
         bench_engine(&mut group, &rt, name, &engine, 1_000, &nonce);
     }
     group.finish();
 }
 
 criterion_group!(benches, overhead);
-criterion_main!(benches);
+
+/// `TOOLJIG_BENCH_COUNT=K` runs K batches of 1,000 calls of the engine `TOOLJIG_BENCH_LAYERS`
+/// names (`bare`, `checks`, `+limit`, `+cache`, `+audit_records` or `guarded`) and nothing
+/// else: a fixed workload for `valgrind --tool=callgrind`, whose instruction counts do not
+/// move with the machine's load (the difference between two counts, over the calls between
+/// them, is a per-call cost free of setup).
+fn counted(k: usize) {
+    let which = std::env::var("TOOLJIG_BENCH_LAYERS").unwrap_or_else(|_| "guarded".into());
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let (limit, cache, audit) = match which.as_str() {
+        "bare" => (false, false, None),
+        "checks" => (false, false, None),
+        "+limit" => (true, false, None),
+        "+cache" => (true, true, None),
+        "+audit_records" => (true, true, Some("discard")),
+        _ => (true, true, Some("sqlite")),
+    };
+    let engine = Arc::new(if which == "bare" {
+        bare()
+    } else {
+        guarded(
+            Layers {
+                limit,
+                cache,
+                audit,
+            },
+            dir.path(),
+        )
+    });
+    let rt = runtime();
+    let nonce = AtomicU64::new(0);
+    for _ in 0..k {
+        let (engine, calls) = (engine.clone(), calls(1_000, &nonce));
+        let out = rt.block_on(async move {
+            tokio::spawn(async move { engine.run(calls, caller(), BatchOptions::default()).await })
+                .await
+                .expect("the batch task")
+        });
+        assert!(out.results.iter().all(|r| r.envelope.is_ok()));
+    }
+}
+
+fn main() {
+    if let Some(k) = std::env::var("TOOLJIG_BENCH_COUNT")
+        .ok()
+        .and_then(|k| k.parse().ok())
+    {
+        return counted(k);
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -220,13 +220,13 @@ pub fn check(spec: &ToolSpec, caller: &Caller, settings: &Settings) -> Result<()
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccessRequest {
     /// The tool's registered name.
-    pub tool: String,
+    pub tool: Arc<str>,
     /// The call's id in its batch.
-    pub call_id: String,
+    pub call_id: Arc<str>,
     /// The final arguments: validated, hidden ones filled, references resolved.
     pub arguments: Value,
-    /// Who the batch runs for.
-    pub caller: Caller,
+    /// Who the batch runs for (shared with the batch: asking the hook copies nothing).
+    pub caller: Arc<Caller>,
     /// The tool's risk.
     pub risk: Risk,
     /// The tool's effect.
@@ -258,6 +258,27 @@ impl AccessDecision {
         AccessDecision {
             allow: false,
             reason: Some(reason.into()),
+        }
+    }
+
+    /// A hook's answer as JSON, the way bindings receive it from a foreign function: `true`
+    /// (allow), `false` (deny, with a generic reason) or `{"allow": bool, "reason"?: string}`.
+    /// Anything else is the hook's mistake and fails closed; `expected` spells the accepted
+    /// answers in the hook's own language, for the error's detail.
+    pub fn from_answer(answer: Value, expected: &str) -> Result<Self, HandlerError> {
+        match answer {
+            Value::Bool(true) => Ok(AccessDecision::allow()),
+            Value::Bool(false) => Ok(AccessDecision::deny(
+                "the app's access policy refused this call",
+            )),
+            v @ Value::Object(_) => serde_json::from_value(v).map_err(|e| {
+                HandlerError::unexpected(format!(
+                    "the policy hook returned an invalid decision: {e}"
+                ))
+            }),
+            other => Err(HandlerError::unexpected(format!(
+                "the policy hook returned {other}; return {expected}"
+            ))),
         }
     }
 }
@@ -387,5 +408,23 @@ mod tests {
         );
         c.roles = vec!["user".into()];
         assert!(check(&spec, &c, &Settings::default()).is_ok());
+    }
+
+    #[test]
+    fn hook_answers_read_from_json() {
+        assert!(AccessDecision::from_answer(json!(true), "x").unwrap().allow);
+        assert!(
+            !AccessDecision::from_answer(json!(false), "x")
+                .unwrap()
+                .allow
+        );
+        let d = AccessDecision::from_answer(json!({"allow": false, "reason": "no"}), "x").unwrap();
+        assert_eq!(d.reason.as_deref(), Some("no"));
+        let forgot = AccessDecision::from_answer(Value::Null, "true or false").unwrap_err();
+        assert!(
+            matches!(forgot, HandlerError::Unexpected { ref detail } if detail.ends_with("return true or false")),
+            "forgetting to return fails closed: {forgot:?}"
+        );
+        assert!(AccessDecision::from_answer(json!({"allowed": true}), "x").is_err());
     }
 }

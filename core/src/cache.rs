@@ -9,7 +9,7 @@
 //! its time rehashing; a mutex over an LRU map costs far less at the rates an engine sees.)
 
 use crate::caller::Caller;
-use crate::digest::write_canonical;
+use crate::digest::{into_string, write_canonical};
 use crate::handler::BoxFuture;
 use lru::LruCache;
 use serde::{Deserialize, Serialize};
@@ -55,21 +55,22 @@ impl CachePolicy {
 /// The cache key of a call, or `None` when the scope cannot be met (no principal for a
 /// per-principal cache, no tenant for a per-tenant one): such calls are never cached.
 pub fn key(tool: &str, policy: &CachePolicy, caller: &Caller, arguments: &Value) -> Option<String> {
-    let mut out = String::with_capacity(64);
-    out.push_str(tool);
-    out.push('\u{1f}');
+    // A unit separator between the parts: it cannot occur unescaped in the JSON after it.
+    let mut out = Vec::with_capacity(96);
+    out.extend_from_slice(tool.as_bytes());
+    out.push(0x1f);
     match policy.scope {
         CacheScope::Principal => {
-            out.push_str(caller.tenant.as_deref().unwrap_or(""));
-            out.push('\u{1f}');
-            out.push_str(caller.principal.as_deref()?);
+            out.extend_from_slice(caller.tenant.as_deref().unwrap_or("").as_bytes());
+            out.push(0x1f);
+            out.extend_from_slice(caller.principal.as_deref()?.as_bytes());
         }
-        CacheScope::Tenant => out.push_str(caller.tenant.as_deref()?),
+        CacheScope::Tenant => out.extend_from_slice(caller.tenant.as_deref()?.as_bytes()),
         CacheScope::Global => {}
     }
-    out.push('\u{1f}');
+    out.push(0x1f);
     write_canonical(arguments, &mut out);
-    Some(out)
+    Some(into_string(out))
 }
 
 /// Where cached results live. The in-process one is the default; a shared one (Redis)
@@ -165,11 +166,11 @@ mod tests {
             serde_json::from_str(r#"{"b": [1, {"y": 2, "x": "é\""}], "a": null}"#).unwrap();
         let b: Value =
             serde_json::from_str("{\"a\":null,\n \"b\":[1,{\"x\":\"é\\\"\",\"y\":2}]}").unwrap();
-        let (mut sa, mut sb) = (String::new(), String::new());
+        let (mut sa, mut sb) = (Vec::new(), Vec::new());
         write_canonical(&a, &mut sa);
         write_canonical(&b, &mut sb);
         assert_eq!(sa, sb);
-        assert_eq!(sa, r#"{"a":null,"b":[1,{"x":"é\"","y":2}]}"#);
+        assert_eq!(into_string(sa), r#"{"a":null,"b":[1,{"x":"é\"","y":2}]}"#);
     }
 
     #[test]

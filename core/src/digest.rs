@@ -6,67 +6,77 @@
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::fmt::Write;
 
 /// `value` serialized with every object's keys sorted and no whitespace.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(64);
     write_canonical(value, &mut out);
-    out
+    into_string(out)
 }
 
 /// Appends the canonical form of `value` to `out` (the cache builds its keys this way).
-pub fn write_canonical(value: &Value, out: &mut String) {
+/// Strings and numbers are written by serde_json's own formatter, straight into `out`: no
+/// allocation per string, and the text is valid, unambiguous JSON.
+pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                push_string(k, out);
-                out.push(':');
-                write_canonical(&map[k], out);
+                write_scalar(k, out);
+                out.push(b':');
+                write_canonical(v, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, v) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(v, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        Value::String(s) => push_string(s, out),
-        scalar => {
-            let _ = write!(out, "{scalar}");
-        }
+        scalar => write_scalar(scalar, out),
     }
 }
 
-fn push_string(s: &str, out: &mut String) {
-    // serde_json's escaping, so the text is valid JSON and unambiguous.
-    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    // Writing a string, number, bool or null into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// The text of bytes that serde_json wrote (always UTF-8), without copying them.
+pub fn into_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Lower-case hex of some bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.extend_from_slice(&[DIGITS[(b >> 4) as usize], DIGITS[(b & 15) as usize]]);
+    }
+    into_string(out)
 }
 
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
+    hex(&Sha256::digest(bytes))
 }
 
 /// SHA-256 of the canonical form of `value`.
 pub fn hash_value(value: &Value) -> String {
-    sha256_hex(canonical_json(value).as_bytes())
+    let mut text = Vec::with_capacity(64);
+    write_canonical(value, &mut text);
+    sha256_hex(&text)
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! The engine: runs batches of calls over a registry, in dependency order and in parallel.
 
 use crate::arguments::Limits;
+use crate::audit::AuditRecord;
 use crate::call::{Call, CallResult};
 use crate::caller::Caller;
 use crate::envelope::Envelope;
 use crate::error_code::ErrorCode;
 use crate::events::{Event, EventSender};
-use crate::execute::{Job, run_job};
+use crate::execute::{Job, run_audited};
 use crate::plan::{Entry, Node, Plan, substitute_refs};
 use crate::registry::{RegistrationError, Registry};
 use crate::schema::SchemaResources;
@@ -48,6 +49,10 @@ pub struct BatchOptions {
 
 /// Default of [`BatchOptions::concurrency`].
 pub const DEFAULT_CONCURRENCY: usize = 256;
+
+/// Audit records a batch hands to its sink at once: one hand-over (and at most one wake-up
+/// of the sink's writer) per chunk rather than per call.
+const AUDIT_CHUNK: usize = 64;
 
 /// The results of a batch, in call order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -178,6 +183,8 @@ pub(crate) struct Batch {
     guards: Arc<crate::guards::Guards>,
     /// The model's arguments per call, kept only when auditing, for calls refused unparsed.
     raw_arguments: Vec<Value>,
+    /// Audit records not yet handed to the sink: they go over in chunks, not one by one.
+    audit_out: Vec<AuditRecord>,
     /// The run this pass belongs to and what earlier passes settled.
     pass: crate::run::Pass,
     atomic: bool,
@@ -264,6 +271,7 @@ impl Batch {
             tools,
             guards: engine.guards.clone(),
             raw_arguments,
+            audit_out: Vec::new(),
             pass,
             atomic: options.atomic,
             atomic_failed: None,
@@ -309,20 +317,50 @@ impl Batch {
         }
     }
 
-    /// Records a finished call and releases the calls waiting on it.
+    /// Records a call the driver finished itself (a refusal, a call left waiting or unrun)
+    /// and releases the calls waiting on it.
     fn settle(&mut self, i: usize) {
-        self.finished += 1;
-        // Step 11: every result passes here, planning refusals included.
-        // A resumed run's calls settled in earlier passes were audited then.
+        // Step 11: every result passes here or through `settle_ran`, planning refusals
+        // included. A resumed run's calls settled in earlier passes were audited then.
         if let Some(r) = self.slots[i]
             .result
             .as_ref()
             .filter(|r| !self.pass.carried_over(&r.call_id))
         {
             let policy = self.tools.get(&r.tool).map(|t| &t.spec.policy);
-            self.guards
-                .settle(r, &self.caller, policy, self.raw_arguments.get(i));
+            self.guards.count(r);
+            let record =
+                self.guards
+                    .audit_record(r, &self.caller, policy, self.raw_arguments.get(i));
+            self.audit(record);
         }
+        self.release(i);
+    }
+
+    /// Records a call that ran in its own task, which built its audit record there.
+    fn settle_ran(&mut self, i: usize, result: CallResult, record: Option<AuditRecord>) {
+        self.guards.count(&result);
+        self.slots[i].result = Some(result);
+        self.audit(record);
+        self.release(i);
+    }
+
+    /// Keeps a record for the sink, handing the kept ones over once there are enough.
+    fn audit(&mut self, record: Option<AuditRecord>) {
+        if let Some(r) = record {
+            if self.audit_out.capacity() == 0 {
+                self.audit_out.reserve_exact(AUDIT_CHUNK);
+            }
+            self.audit_out.push(r);
+            if self.audit_out.len() >= AUDIT_CHUNK {
+                self.guards.hand_over(std::mem::take(&mut self.audit_out));
+            }
+        }
+    }
+
+    /// Releases the calls waiting on a settled call.
+    fn release(&mut self, i: usize) {
+        self.finished += 1;
         let failed = !self.slots[i]
             .result
             .as_ref()
@@ -479,7 +517,7 @@ impl Batch {
 
     pub(crate) async fn drive(mut self) -> BatchResult {
         let total = self.slots.len();
-        let mut running: JoinSet<(usize, CallResult)> = JoinSet::new();
+        let mut running: JoinSet<(usize, CallResult, Option<AuditRecord>)> = JoinSet::new();
         let mut in_flight = vec![false; total];
         // One cancellation waiter and one deadline timer for the whole batch, not one of
         // each per finished call: with thousands of calls they showed in the profile.
@@ -503,24 +541,35 @@ impl Batch {
                 };
                 if let Some(job) = self.prepare(i) {
                     in_flight[i] = true;
-                    running.spawn(async move { (i, run_job(job).await) });
+                    running.spawn(async move {
+                        let (result, record) = run_audited(job).await;
+                        (i, result, record)
+                    });
                 }
             }
             if self.finished == total {
                 break None;
             }
-            // A result that is ready wins over a deadline that has just passed.
-            let joined = tokio::select! {
-                biased;
-                _ = &mut cancelled => Err(ErrorCode::Cancelled),
-                j = running.join_next() => Ok(j),
-                _ = &mut expired => Err(ErrorCode::DeadlineExceeded),
+            // A result that is ready is settled at once, and wins over a deadline that has
+            // just passed. Only when none is ready does the driver wait; it first hands the
+            // sink the audit records it holds, so that no record of a call that ran waits in
+            // this buffer for calls still running (a crash meanwhile would lose it).
+            let joined = match running.try_join_next() {
+                Some(j) => Ok(Some(j)),
+                None => {
+                    self.guards.hand_over(std::mem::take(&mut self.audit_out));
+                    tokio::select! {
+                        biased;
+                        _ = &mut cancelled => Err(ErrorCode::Cancelled),
+                        j = running.join_next() => Ok(j),
+                        _ = &mut expired => Err(ErrorCode::DeadlineExceeded),
+                    }
+                }
             };
             match joined {
-                Ok(Some(Ok((i, result)))) => {
+                Ok(Some(Ok((i, result, record)))) => {
                     in_flight[i] = false;
-                    self.slots[i].result = Some(result);
-                    self.settle(i);
+                    self.settle_ran(i, result, record);
                 }
                 // Tasks catch handler panics themselves; a join error means the task was
                 // aborted, which only this loop does after it has stopped.
@@ -557,6 +606,7 @@ impl Batch {
                 }
             }
         }
+        self.guards.hand_over(std::mem::take(&mut self.audit_out));
         let duration_us = self.start.elapsed().as_micros() as u64;
         self.emit(|at_us| Event::BatchFinished { at_us, duration_us });
         let results = self

@@ -4,6 +4,7 @@
 //! The guard steps (hidden arguments, access, rate limits, idempotency and cache, approval,
 //! audit) slot in here, in the order of `ARCHITECTURE.md`, each refusal an envelope.
 
+use crate::audit::AuditRecord;
 use crate::call::CallResult;
 use crate::caller::Caller;
 use crate::envelope::{Envelope, ToolError};
@@ -60,6 +61,18 @@ impl Job {
             let _ = tx.send(make(self.since_start()));
         }
     }
+}
+
+/// Runs one call and builds its audit record where it ran (step 11), when the engine
+/// audits: building every record on the batch's driver made the driver the bottleneck.
+pub async fn run_audited(job: Job) -> (CallResult, Option<AuditRecord>) {
+    if !job.guards.audits() {
+        return (run_job(job).await, None);
+    }
+    let (guards, caller, tool) = (job.guards.clone(), job.caller.clone(), job.tool.clone());
+    let result = run_job(job).await;
+    let record = guards.audit_record(&result, &caller, Some(&tool.spec.policy), None);
+    (result, record)
 }
 
 /// Runs one call through the rest of its path and returns its result.

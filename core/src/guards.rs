@@ -128,10 +128,10 @@ pub async fn authorize(job: &mut Job, result: &mut CallResult) -> ControlFlow<()
     let policy = &job.tool.spec.policy;
     if let Some(hook) = &guards.policy_hook {
         let request = AccessRequest {
-            tool: job.tool.spec.name.clone(),
-            call_id: job.id.to_string(),
+            tool: job.tool.name.clone(),
+            call_id: job.id.clone(),
             arguments: job.arguments.clone(),
-            caller: (*job.caller).clone(),
+            caller: job.caller.clone(),
             risk: policy.risk,
             effect: policy.effect,
         };
@@ -202,24 +202,31 @@ pub async fn cache_store(guards: &Guards, slot: Option<CacheSlot>, result: &Call
 }
 
 impl Guards {
-    /// Step 11: audits and counts one settled result. `policy` is the tool's (none when
+    /// Step 11: counts one settled result (telemetry). Called by the batch's driver: the
+    /// counters stay on one thread instead of bouncing between the call tasks' cores.
+    pub fn count(&self, result: &CallResult) {
+        self.telemetry.record(result, Outcome::of(result));
+    }
+
+    /// Step 11: the audit record of a settled result, when the engine audits
+    /// ([`Guards::hand_over`] gives records to the sink). `policy` is the tool's (none when
     /// unknown); `raw_arguments` are the model's, for results that carry no parsed ones.
-    pub fn settle(
+    pub fn audit_record(
         &self,
         result: &CallResult,
         caller: &Caller,
         policy: Option<&Policy>,
         raw_arguments: Option<&Value>,
-    ) {
-        let outcome = Outcome::of(result);
-        self.telemetry.record(result, outcome);
-        if let Some(audit) = &self.audit {
-            audit.record(AuditRecord::from_result(
-                result,
-                caller,
-                policy,
-                raw_arguments,
-            ));
+    ) -> Option<AuditRecord> {
+        self.audit
+            .is_some()
+            .then(|| AuditRecord::from_result(result, caller, policy, raw_arguments))
+    }
+
+    /// Hands audit records to the sink, in order, without waiting.
+    pub fn hand_over(&self, records: Vec<AuditRecord>) {
+        if let (Some(audit), false) = (&self.audit, records.is_empty()) {
+            audit.record_all(records);
         }
     }
 

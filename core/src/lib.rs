@@ -52,6 +52,7 @@ pub mod rollback;
 pub mod run;
 pub mod schema;
 pub mod spec;
+mod sqlite_wal;
 pub mod store;
 pub mod stream;
 pub mod telemetry;

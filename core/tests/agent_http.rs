@@ -533,3 +533,52 @@ async fn a_json_answer_to_a_streaming_request_is_read_as_json() {
     assert_eq!(turn.content, "whole");
     assert_eq!(server.requests()[0].body["stream"], true);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extra_headers_go_with_every_request_and_replace_the_defaults() {
+    let server = Server::start(|_, _| {
+        Reply::json(
+            200,
+            json!({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn"}),
+        )
+    })
+    .await;
+    let model = HttpModel::anthropic("claude-test")
+        .base_url(&server.url)
+        .api_key("k")
+        .stream(false)
+        .header("x-gateway-key", "g-1")
+        .unwrap()
+        .header("Anthropic-Version", "2024-01-01")
+        .unwrap();
+    let turn = model
+        .respond(
+            ModelRequest {
+                messages: vec![Message::user("hi")],
+                ..Default::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(turn.content, "hi");
+    let req = &server.requests()[0];
+    assert_eq!(req.header("x-gateway-key"), Some("g-1"));
+    let versions: Vec<&str> = req
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("anthropic-version"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(
+        versions,
+        ["2024-01-01"],
+        "the default is replaced, not doubled"
+    );
+
+    // A header no request could carry is refused when it is set, not at every attempt.
+    let bad_name = HttpModel::openai_compatible("m").header("bad name", "v");
+    assert_eq!(bad_name.err().unwrap().kind, ModelErrorKind::InvalidRequest);
+    let bad_value = HttpModel::openai_compatible("m").header("x-a", "line\nbreak");
+    assert!(bad_value.err().unwrap().message.contains("x-a"));
+}

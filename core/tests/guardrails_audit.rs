@@ -6,7 +6,7 @@ mod guardrails_common;
 use guardrails_common::*;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tooljig::audit::{AuditQuery, JsonlAudit, Outcome, SqliteAudit};
+use tooljig::audit::{AuditQuery, JsonlAudit, MemoryAudit, Outcome, SqliteAudit};
 use tooljig::*;
 
 fn engine(sink: Arc<dyn AuditSink>, runs: &Runs) -> Engine {
@@ -292,4 +292,40 @@ async fn memory_sink_verifies_and_reports_the_first_broken_link() {
     let report = sink.verify().await.unwrap();
     assert_eq!(report.broken.unwrap().seq, 5);
     assert_eq!(report.records, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_ran_is_audited_while_its_batch_still_runs() {
+    // The batch hands its records over whenever it waits, so a record of a finished call does
+    // not wait for the slow calls beside it (a crash meanwhile would lose a call that ran).
+    let sink = Arc::new(MemoryAudit::new());
+    let e = Arc::new(Engine::new().with_audit(sink.clone()));
+    e.register(Tool::from_fn("fast", "", object(), |_, _| async {
+        Ok(json!("done"))
+    }))
+    .unwrap();
+    e.register(Tool::from_fn("slow", "", object(), |_, _| async {
+        tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+        Ok(json!("done"))
+    }))
+    .unwrap();
+    let batch = tokio::spawn({
+        let e = e.clone();
+        async move {
+            let calls = vec![
+                Call::new("f", "fast", json!({})),
+                Call::new("s", "slow", json!({})),
+            ];
+            e.run(calls, caller("u1"), BatchOptions::default()).await
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let seen: Vec<String> = sink.records().into_iter().map(|r| r.call_id).collect();
+    assert_eq!(
+        seen,
+        ["f"],
+        "the fast call's record reached the sink mid-batch"
+    );
+    batch.await.unwrap();
+    assert_eq!(sink.records().len(), 2);
 }

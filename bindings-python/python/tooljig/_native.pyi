@@ -294,7 +294,7 @@ class UiMessageStream:
 
 def to_ui_message_stream(message_id: str, events: Sequence[Mapping[str, Any]]) -> str: ...
 
-# --- the agent loop (src/agent.rs) --------------------------------------------------------
+# --- the agent loop (src/model.rs, callable_model.rs, agent_state.rs, agent_run.rs, agent.rs)
 
 @final
 class Emit:
@@ -333,6 +333,7 @@ class Model:
         max_retries: int | None = None,
         initial_backoff_ms: int | None = None,
         max_backoff_ms: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Model: ...
     @staticmethod
     def fallback(

@@ -28,16 +28,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from tooljig import _native
 from tooljig._native import AgentState, Caller, Emit, Model
+from tooljig._native_stream import NativeEventStream
 from tooljig.engine import Engine
 from tooljig.errors import TooljigError
 from tooljig.schema import is_async_callable
+
+if TYPE_CHECKING:
+    # Only for the checker: `typing.Unpack` for `**kwargs` needs Python 3.12; pydantic
+    # already depends on typing_extensions.
+    from typing_extensions import Unpack
 
 __all__ = [
     "Agent",
@@ -48,6 +53,7 @@ __all__ = [
     "Emit",
     "FallbackChain",
     "HttpModel",
+    "HttpModelOptions",
     "Model",
     "ModelClient",
     "ModelError",
@@ -219,30 +225,49 @@ def FallbackChain(  # noqa: N802 - a constructor
     return Model.fallback(list(models), threshold=threshold, cooldown_ms=cooldown_ms)
 
 
+class HttpModelOptions(TypedDict, total=False):
+    """Options of the :class:`HttpModel` constructors; unset ones keep the core's defaults."""
+
+    base_url: str
+    api_key: str
+    api_key_env: str
+    stream: bool
+    strict: bool
+    timeout_ms: int
+    connect_timeout_ms: int
+    max_retries: int
+    initial_backoff_ms: int
+    max_backoff_ms: int
+    #: Sent with every request (a gateway's key, an organization id); one named like a
+    #: default (``anthropic-version``) replaces it.
+    headers: Mapping[str, str]
+
+
 class HttpModel:
     """The built-in HTTP clients (streaming, timeouts, retries with backoff on 429 and 5xx,
-    API key from the environment). Each constructor returns a :class:`Model`; options:
-    ``base_url``, ``api_key``, ``api_key_env``, ``stream``, ``strict``, ``timeout_ms``,
-    ``connect_timeout_ms``, ``max_retries``, ``initial_backoff_ms``, ``max_backoff_ms``."""
+    API key from the environment). Each constructor returns a :class:`Model`; options
+    (:class:`HttpModelOptions`): ``base_url``, ``api_key``, ``api_key_env``, ``stream``,
+    ``strict``, ``timeout_ms``, ``connect_timeout_ms``, ``max_retries``,
+    ``initial_backoff_ms``, ``max_backoff_ms``, ``headers``."""
 
     @staticmethod
-    def openai_compatible(model: str, **options: Any) -> Model:
+    def openai_compatible(model: str, **options: Unpack[HttpModelOptions]) -> Model:
         """Chat Completions at OpenAI (``OPENAI_API_KEY``), or any compatible server with
         ``base_url`` (Ollama ``http://localhost:11434/v1``, vLLM, llama.cpp's server)."""
         return Model.http("openai_chat", model, **options)
 
     @staticmethod
-    def openai_responses(model: str, **options: Any) -> Model:
+    def openai_responses(model: str, **options: Unpack[HttpModelOptions]) -> Model:
         """OpenAI Responses (``/responses``)."""
         return Model.http("openai_responses", model, **options)
 
     @staticmethod
-    def anthropic(model: str, **options: Any) -> Model:
+    def anthropic(model: str, **options: Unpack[HttpModelOptions]) -> Model:
         """Anthropic Messages (``ANTHROPIC_API_KEY``)."""
         return Model.http("anthropic", model, **options)
 
     @staticmethod
-    def gemini(model: str, **options: Any) -> Model:
+    def gemini(model: str, **options: Unpack[HttpModelOptions]) -> Model:
         """Gemini ``streamGenerateContent`` (``GEMINI_API_KEY``)."""
         return Model.http("gemini", model, **options)
 
@@ -426,55 +451,14 @@ def _sync(coro: Awaitable[RunOutcome]) -> RunOutcome:
     return asyncio.run(main())
 
 
-class AgentEventStream:
+class AgentEventStream(NativeEventStream[dict[str, Any], dict[str, Any]]):
     """The stream events of one agent run, as an async iterator (see :meth:`Agent.stream`)."""
-
-    def __init__(self, start: Callable[[], _native.AgentRun]) -> None:
-        self._start: Callable[[], _native.AgentRun] | None = start
-        self._run: _native.AgentRun | None = None
-        self._buffer: deque[dict[str, Any]] = deque()
-        self._finished = False
-
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
-        return self
-
-    async def __anext__(self) -> dict[str, Any]:
-        if self._run is None and self._start is not None:
-            self._run, self._start = self._start(), None
-        while not self._buffer:
-            if self._finished or self._run is None:
-                raise StopAsyncIteration
-            try:
-                events = await self._run.next_events()
-            except BaseException:
-                self._run.cancel()
-                raise
-            if not events:
-                self._finished = True
-            self._buffer.extend(events)
-        return self._buffer.popleft()
 
     async def aclose(self) -> None:
         """Stops listening; a run still going is cancelled."""
-        self._start = None
-        if self._run is not None and not self._finished:
-            self._run.cancel()
-        self._finished = True
-
-    async def __aenter__(self) -> AgentEventStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __del__(self) -> None:
-        run = getattr(self, "_run", None)
-        if run is not None and not getattr(self, "_finished", True):
-            run.cancel()
+        await super().aclose()
 
     @property
     def outcome(self) -> RunOutcome:
         """The run's outcome, once every event was read."""
-        if self._run is None or not self._finished:
-            raise RuntimeError("the stream is not finished yet")
-        return RunOutcome.from_dict(self._run.result.result())
+        return RunOutcome.from_dict(self._result())

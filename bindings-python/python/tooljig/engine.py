@@ -8,12 +8,12 @@ batch, and keyword arguments for policies and options.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, overload
 
 from tooljig import _native
 from tooljig._native import BatchResult, Caller, Event
+from tooljig._native_stream import NativeEventStream
 from tooljig.audit import AuditLog, JsonlAudit, MemoryAudit, SqliteAudit
 from tooljig.calls import Call
 from tooljig.durable import DurableRuns, MemoryStore, SqliteStore, StateStore
@@ -371,60 +371,17 @@ class Engine(DurableRuns):
         return self._native.start(list(calls), caller, opts, events)
 
 
-class EventStream:
+class EventStream(NativeEventStream[Event, BatchResult]):
     """The events of one batch, as an async iterator (see :meth:`Engine.stream`)."""
-
-    def __init__(self, start: Callable[[], _native.Batch]) -> None:
-        self._start: Callable[[], _native.Batch] | None = start
-        self._batch: _native.Batch | None = None
-        self._buffer: deque[Event] = deque()
-        self._finished = False
-
-    def __aiter__(self) -> EventStream:
-        return self
-
-    async def __anext__(self) -> Event:
-        if self._batch is None and self._start is not None:
-            self._batch, self._start = self._start(), None
-        while not self._buffer:
-            if self._finished or self._batch is None:
-                raise StopAsyncIteration
-            try:
-                events = await self._batch.next_events()
-            except BaseException:
-                self._batch.cancel()
-                raise
-            if not events:
-                self._finished = True
-            self._buffer.extend(events)
-        return self._buffer.popleft()
 
     async def aclose(self) -> None:
         """Stops listening; a batch still running is cancelled."""
-        self._start = None
-        if self._batch is not None and not self._finished:
-            self._batch.cancel()
-        self._finished = True
-
-    async def __aenter__(self) -> EventStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __del__(self) -> None:
-        # Leaving an `async for` early drops the stream: the batch should not run on.
-        batch = getattr(self, "_batch", None)
-        if batch is not None and not getattr(self, "_finished", True):
-            batch.cancel()
+        await super().aclose()
 
     @property
     def result(self) -> BatchResult:
         """The batch's results, once every event was read."""
-        if self._batch is None or not self._finished:
-            raise RuntimeError("the stream is not finished yet")
-        result: BatchResult = self._batch.result.result()
-        return result
+        return self._result()
 
 
 def _app_callable(what: str, f: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:

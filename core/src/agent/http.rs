@@ -160,6 +160,35 @@ impl HttpModel {
         self
     }
 
+    /// Adds a header to every request (a gateway's key, an organization or project id),
+    /// replacing one of the same name set before, `anthropic-version` included. Refused as
+    /// `invalid_request` when it is not a valid HTTP header: checked here, because a request
+    /// built with it would fail at every attempt as if the network did.
+    pub fn header(
+        mut self,
+        name: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<Self, ModelError> {
+        let (name, value) = (name.into(), value.into());
+        if let Err(e) = reqwest::header::HeaderName::from_bytes(name.as_bytes()) {
+            return Err(ModelError::new(
+                ModelErrorKind::InvalidRequest,
+                format!("{name:?} is not a valid HTTP header name: {e}"),
+            ));
+        }
+        if let Err(e) = reqwest::header::HeaderValue::from_str(&value) {
+            return Err(ModelError::new(
+                ModelErrorKind::InvalidRequest,
+                format!("the value of header {name:?} is not a valid HTTP header value: {e}"),
+            ));
+        }
+        self.options
+            .headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case(&name));
+        self.options.headers.push((name, value));
+        Ok(self)
+    }
+
     /// Replaces every option at once.
     pub fn options(mut self, options: HttpOptions) -> Self {
         self.options = options;

@@ -39,16 +39,23 @@
 //! # });
 //! ```
 
+mod context;
+mod executor;
 pub mod fallback;
 #[cfg(feature = "http")]
 pub mod http;
+mod limits;
 pub mod mode;
 pub mod model;
 mod model_call;
 pub mod options;
+mod outcome;
+mod result_events;
+mod run_loop;
 pub mod runner;
 pub mod scripted;
 pub mod state;
+mod suspension;
 pub mod wrap_up;
 
 pub use fallback::{BreakerState, BreakerStatus, FallbackChain};

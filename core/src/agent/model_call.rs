@@ -2,8 +2,8 @@
 //! events forwarded (or held back, act-first), and the events a model that does not stream
 //! never sent filled in, so every consumer sees the same shape of stream.
 
+use super::context::Ctx;
 use super::model::{ModelClient, ModelError, ModelErrorKind};
-use super::runner::Ctx;
 use crate::providers::{Message, ModelRequest, ModelTurn, ToolChoice};
 use crate::spec::ToolSpec;
 use crate::stream::StreamEvent;

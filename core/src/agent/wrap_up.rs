@@ -1,8 +1,10 @@
 //! How a turn ends: the answer, a final tool-free answer at a limit, one clarifying question
 //! for `needs`, or, when no model can be asked, tooljig's own summary of what was done.
 
+use super::context::Ctx;
 use super::model_call::{CallSpec, call_model};
-use super::runner::{Agent, Ctx, RunOutcome};
+use super::outcome::RunOutcome;
+use super::runner::Agent;
 use super::state::{NeedsCall, RunStatus, StopReason};
 use crate::envelope::Envelope;
 use crate::providers::{FinishReason, Message, ToolChoice};

@@ -201,7 +201,11 @@ impl JsonlAudit {
 
 impl AuditSink for JsonlAudit {
     fn record(&self, record: AuditRecord) {
-        self.writer.record(record);
+        self.writer.record_all(vec![record]);
+    }
+
+    fn record_all(&self, records: Vec<AuditRecord>) {
+        self.writer.record_all(records);
     }
 
     fn flush(&self) -> BoxFuture<Result<(), AuditError>> {

@@ -53,6 +53,14 @@ pub enum AuditError {
 pub trait AuditSink: Send + Sync + 'static {
     /// Takes one record; the sink assigns its sequence number and chain hash.
     fn record(&self, record: AuditRecord);
+    /// Takes records in order, as [`record`](AuditSink::record) does one by one. The engine
+    /// hands a batch's records over in chunks; a sink with a queue overrides this to take
+    /// a chunk in one step.
+    fn record_all(&self, records: Vec<AuditRecord>) {
+        for r in records {
+            self.record(r);
+        }
+    }
     /// Resolves when every record taken before this call is durable.
     fn flush(&self) -> BoxFuture<Result<(), AuditError>>;
     /// Records matching `query`, in sequence order.

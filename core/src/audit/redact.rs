@@ -2,10 +2,8 @@
 //! field: keep the value, replace it with a marker, or keep only a hash of it (so equal
 //! values can still be matched across records without storing them).
 
-use crate::digest::write_canonical;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use sha2::{Digest, Sha256};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// What the audit record keeps of one field.
@@ -29,20 +27,7 @@ pub const EVERY_FIELD: &str = "*";
 
 /// `sha256:<hex>` of the canonical JSON of `value`.
 pub fn hash_value(value: &Value) -> String {
-    let mut text = String::new();
-    write_canonical(value, &mut text);
-    format!("sha256:{}", hex(&Sha256::digest(text.as_bytes())))
-}
-
-/// Lower-case hex of some bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[(b >> 4) as usize] as char);
-        out.push(DIGITS[(b & 15) as usize] as char);
-    }
-    out
+    format!("sha256:{}", crate::digest::hash_value(value))
 }
 
 fn apply_one(value: &mut Value, how: Redaction) {
@@ -58,6 +43,24 @@ fn pointer(field: &str) -> String {
         field.to_string()
     } else {
         format!("/{}", field.replace('~', "~0").replace('/', "~1"))
+    }
+}
+
+/// The value a rule names: a top-level name directly, a JSON pointer segment by segment.
+fn field_mut<'a>(map: &'a mut Map<String, Value>, field: &str) -> Option<&'a mut Value> {
+    let Some(path) = field.strip_prefix('/') else {
+        return map.get_mut(field);
+    };
+    let (first, rest) = match path.find('/') {
+        Some(i) => (&path[..i], &path[i..]),
+        None => (path, ""),
+    };
+    let first = first.replace("~1", "/").replace("~0", "~");
+    let top = map.get_mut(&first)?;
+    if rest.is_empty() {
+        Some(top)
+    } else {
+        top.pointer_mut(rest)
     }
 }
 
@@ -85,7 +88,7 @@ pub fn redact(value: &mut Value, rules: &BTreeMap<String, Redaction>) {
         if field == EVERY_FIELD {
             continue;
         }
-        if let Some(v) = value.pointer_mut(&pointer(field)) {
+        if let Some(v) = field_mut(map, field) {
             apply_one(v, how);
         }
     }
@@ -94,9 +97,24 @@ pub fn redact(value: &mut Value, rules: &BTreeMap<String, Redaction>) {
 /// How one top-level field is redacted (for values noted apart from the arguments, such as
 /// a hidden argument the model tried to set).
 pub fn rule_for(rules: &BTreeMap<String, Redaction>, field: &str) -> Redaction {
+    if rules.is_empty() {
+        return Redaction::Keep;
+    }
+    // The field's pointer form without building it: `/` and the name, escaped only when
+    // the name holds `~` or `/` (rare enough to build the pointer then).
+    let by_pointer = || {
+        if field.contains(['~', '/']) {
+            rules.get(&pointer(field))
+        } else {
+            rules
+                .iter()
+                .find(|(k, _)| k.strip_prefix('/') == Some(field))
+                .map(|(_, r)| r)
+        }
+    };
     rules
         .get(field)
-        .or_else(|| rules.get(&pointer(field)))
+        .or_else(by_pointer)
         .or_else(|| rules.get(EVERY_FIELD))
         .copied()
         .unwrap_or_default()
@@ -138,5 +156,24 @@ mod tests {
         redact(&mut text, &rules);
         assert_eq!(text, json!(REDACTED));
         assert_eq!(rule_for(&rules, "other"), Redaction::Redact);
+    }
+
+    #[test]
+    fn pointers_reach_escaped_and_nested_fields() {
+        let rules: BTreeMap<String, Redaction> = serde_json::from_value(json!({
+            "/a~1b": "redact", "/t~0x/0": "redact", "/missing/deep": "redact", "/list/9": "redact"
+        }))
+        .unwrap();
+        let mut v = json!({"a/b": 1, "t~x": ["s", "k"], "list": [1]});
+        redact(&mut v, &rules);
+        assert_eq!(
+            v,
+            json!({"a/b": REDACTED, "t~x": [REDACTED, "k"], "list": [1]})
+        );
+        assert_eq!(rule_for(&rules, "a/b"), Redaction::Redact);
+        let rules: BTreeMap<String, Redaction> =
+            serde_json::from_value(json!({"/token": "hash"})).unwrap();
+        assert_eq!(rule_for(&rules, "token"), Redaction::Hash);
+        assert_eq!(rule_for(&rules, "other"), Redaction::Keep);
     }
 }

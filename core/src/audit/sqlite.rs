@@ -132,7 +132,7 @@ impl SqliteAudit {
     /// Opens (or creates) the log at `path` with the given durability.
     pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, AuditError> {
         let path = path.as_ref().to_path_buf();
-        let conn = connect(&path, OpenFlags::default())?;
+        let mut conn = connect(&path, OpenFlags::default())?;
         let sync = match durability {
             Durability::Process => "NORMAL",
             Durability::Os => "FULL",
@@ -141,6 +141,8 @@ impl SqliteAudit {
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; {SCHEMA}"
         ))
         .map_err(storage)?;
+        crate::sqlite_wal::checkpoint_in_background(&mut conn, &path)
+            .map_err(AuditError::Storage)?;
         let last = conn
             .query_row(
                 "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1",
@@ -305,7 +307,11 @@ fn blocking<T: Send + 'static>(
 
 impl AuditSink for SqliteAudit {
     fn record(&self, record: AuditRecord) {
-        self.writer.record(record);
+        self.writer.record_all(vec![record]);
+    }
+
+    fn record_all(&self, records: Vec<AuditRecord>) {
+        self.writer.record_all(records);
     }
 
     fn flush(&self) -> BoxFuture<Result<(), AuditError>> {

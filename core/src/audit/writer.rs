@@ -38,7 +38,7 @@ pub(crate) trait Backend: Send + 'static {
 }
 
 enum Msg {
-    Record(Box<AuditRecord>),
+    Records(Vec<AuditRecord>),
     Flush(oneshot::Sender<Result<(), AuditError>>),
 }
 
@@ -66,14 +66,15 @@ impl Writer {
         })
     }
 
-    /// Hands a record over; never blocks.
-    pub(crate) fn record(&self, record: AuditRecord) {
+    /// Hands records over, in order; never blocks.
+    pub(crate) fn record_all(&self, records: Vec<AuditRecord>) {
+        let count = records.len();
         let sent = self
             .tx
             .as_ref()
-            .is_some_and(|tx| tx.send(Msg::Record(Box::new(record))).is_ok());
+            .is_some_and(|tx| tx.send(Msg::Records(records)).is_ok());
         if !sent {
-            tracing::error!(target: "tooljig::audit", "the audit writer has stopped; a record was lost");
+            tracing::error!(target: "tooljig::audit", count, "the audit writer has stopped; records were lost");
         }
     }
 
@@ -194,7 +195,8 @@ fn take(
     waiters: &mut Vec<oneshot::Sender<Result<(), AuditError>>>,
 ) {
     match m {
-        Msg::Record(r) => pending.push(*r),
+        Msg::Records(mut r) if pending.is_empty() => std::mem::swap(pending, &mut r),
+        Msg::Records(r) => pending.extend(r),
         Msg::Flush(w) => waiters.push(w),
     }
 }

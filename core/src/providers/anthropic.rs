@@ -6,8 +6,7 @@
 
 use super::{
     FinishReason, Message, ModelRequest, ModelTurn, Provider, ProviderError, ProviderFormat,
-    ToolCall, ToolChoice, ToolResult, Usage, call_name, count, envelope_from_content, push_result,
-    system_text,
+    ToolCall, ToolChoice, Usage, count, push_output, system_text,
 };
 use crate::spec::ToolSpec;
 use serde_json::{Value, json};
@@ -176,25 +175,8 @@ impl ProviderFormat for Anthropic {
                         if b.get("type").and_then(Value::as_str) != Some("tool_result") {
                             continue;
                         }
-                        let id = b
-                            .get("tool_use_id")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string();
                         let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
-                        let envelope = envelope_from_content(
-                            b.get("content").unwrap_or(&Value::Null),
-                            is_error,
-                        );
-                        let name = call_name(&out, &id);
-                        push_result(
-                            &mut out,
-                            ToolResult {
-                                call_id: id,
-                                name,
-                                envelope,
-                            },
-                        );
+                        push_output(&mut out, b, "tool_use_id", "content", is_error);
                     }
                     if !text.is_empty() {
                         out.push(Message::user(text));

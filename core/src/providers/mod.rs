@@ -553,6 +553,33 @@ pub(crate) fn call_name(messages: &[Message], id: &str) -> String {
 }
 
 /// Adds a result to the trailing `Tool` message, or starts one.
+/// Files a tool's output read back from a provider's message: the call's id under `id_key`,
+/// its content under `content_key` (text, text parts or an envelope's JSON), named after the
+/// call it answers.
+pub(crate) fn push_output(
+    out: &mut Vec<Message>,
+    item: &Value,
+    id_key: &str,
+    content_key: &str,
+    is_error: bool,
+) {
+    let call_id = item
+        .get(id_key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let name = call_name(out, &call_id);
+    let envelope = envelope_from_content(item.get(content_key).unwrap_or(&Value::Null), is_error);
+    push_result(
+        out,
+        ToolResult {
+            call_id,
+            name,
+            envelope,
+        },
+    );
+}
+
 pub(crate) fn push_result(out: &mut Vec<Message>, result: ToolResult) {
     if let Some(Message::Tool { results }) = out.last_mut() {
         results.push(result);

@@ -8,8 +8,7 @@
 
 use super::{
     FinishReason, Message, ModelRequest, ModelTurn, Provider, ProviderError, ProviderFormat,
-    ToolCall, ToolChoice, ToolResult, Usage, call_name, content_text, count, envelope_from_content,
-    push_result, strict,
+    ToolCall, ToolChoice, Usage, content_text, count, push_output, strict,
 };
 use crate::spec::ToolSpec;
 use serde_json::{Value, json};
@@ -234,24 +233,7 @@ impl ProviderFormat for OpenAiChat {
                         tool_calls,
                     });
                 }
-                Some("tool") => {
-                    let id = m
-                        .get("tool_call_id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    let name = call_name(&out, &id);
-                    let envelope =
-                        envelope_from_content(m.get("content").unwrap_or(&Value::Null), false);
-                    push_result(
-                        &mut out,
-                        ToolResult {
-                            call_id: id,
-                            name,
-                            envelope,
-                        },
-                    );
-                }
+                Some("tool") => push_output(&mut out, m, "tool_call_id", "content", false),
                 other => {
                     return Err(ProviderError::new(
                         Provider::OpenAiChat,

@@ -9,8 +9,7 @@
 use super::openai_chat::function_parameters;
 use super::{
     FinishReason, Message, ModelRequest, ModelTurn, Provider, ProviderError, ProviderFormat,
-    ToolCall, ToolChoice, ToolResult, Usage, call_name, content_text, count, envelope_from_content,
-    push_result, system_text,
+    ToolCall, ToolChoice, Usage, content_text, count, push_output, system_text,
 };
 use crate::spec::ToolSpec;
 use serde_json::{Value, json};
@@ -220,22 +219,7 @@ impl ProviderFormat for OpenAiResponses {
                     }
                 }
                 Some("function_call_output") => {
-                    let id = item
-                        .get("call_id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    let name = call_name(&out, &id);
-                    let envelope =
-                        envelope_from_content(item.get("output").unwrap_or(&Value::Null), false);
-                    push_result(
-                        &mut out,
-                        ToolResult {
-                            call_id: id,
-                            name,
-                            envelope,
-                        },
-                    );
+                    push_output(&mut out, item, "call_id", "output", false)
                 }
                 Some("message") | None => {
                     let text = content_text(item.get("content"));

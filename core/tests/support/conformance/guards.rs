@@ -104,7 +104,7 @@ pub fn configure(mut engine: Engine, config: &EngineConfig) -> (Engine, Arc<Memo
     if let Some(hook) = config.policy_hook.clone() {
         engine = engine.with_policy_hook(policy_hook_fn(move |req: AccessRequest| {
             let rule = hook.deny.iter().find(|r| {
-                r.tool == req.tool
+                *r.tool == *req.tool
                     && match &r.pointer {
                         Some(p) => req.arguments.pointer(p) == r.equals.as_ref(),
                         None => true,

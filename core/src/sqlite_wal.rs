@@ -1,0 +1,125 @@
+//! WAL checkpoints on a thread of their own.
+//!
+//! SQLite copies the write-ahead log back into the database file (a checkpoint) from within
+//! the commit that makes the log long enough, and with `synchronous = NORMAL` or `FULL` that
+//! copy ends in an `fsync`. On a writer thread that others wait for (the audit writer, whose
+//! flush `Engine::run` awaits), that stalls every waiter for the length of a disk sync. Here
+//! the commit only signals; a checkpointer thread with its own connection does the copy,
+//! concurrently with the writer, as WAL mode allows.
+
+use rusqlite::{Connection, OpenFlags};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// WAL pages (4 KiB each) after which a commit asks for a checkpoint: SQLite's own default.
+const CHECKPOINT_PAGES: i32 = 1000;
+
+/// WAL pages after which the writer checkpoints itself. Under a steady stream of commits the
+/// background checkpointer never catches up with the last one, and SQLite reuses the log
+/// only once everything in it was copied back; the writer's own checkpoint, between its
+/// transactions, copies the few pages left so the next transaction starts the log over.
+const WRITER_CHECKPOINT_PAGES: i32 = 4 * CHECKPOINT_PAGES;
+
+/// Replaces `conn`'s automatic checkpoints with ones run by a background thread over its own
+/// connection to `path`. The thread ends when `conn` is closed.
+pub(crate) fn checkpoint_in_background(conn: &mut Connection, path: &Path) -> Result<(), String> {
+    let checkpointer = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .map_err(|e| e.to_string())?;
+    checkpointer
+        .busy_timeout(Duration::from_secs(10))
+        .map_err(|e| e.to_string())?;
+    // A connection finds the database in WAL mode on its first read; until then a
+    // checkpoint does nothing.
+    let mode: String = checkpointer
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(format!("the database is in {mode} mode, not WAL"));
+    }
+    let (tx, rx) = mpsc::sync_channel::<()>(1);
+    std::thread::Builder::new()
+        .name("tooljig-sqlite-checkpoint".into())
+        .spawn(move || {
+            while rx.recv().is_ok() {
+                // PASSIVE never waits for the writer; what it cannot copy now, a later
+                // round does. A failure leaves the log longer, never loses data.
+                if let Err(e) = checkpointer.wal_checkpoint_v2(
+                    Some(rusqlite::MAIN_DB),
+                    rusqlite::wal::CheckpointMode::PASSIVE,
+                ) {
+                    tracing::warn!(target: "tooljig::sqlite", error = %e, "WAL checkpoint failed");
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the checkpointer: {e}"))?;
+    // Registering a hook replaces SQLite's automatic checkpoint, which is a hook too.
+    conn.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages: i32| {
+        if pages >= WRITER_CHECKPOINT_PAGES {
+            // Busy when the checkpointer is at work: the next commit tries again.
+            let _ = wal.checkpoint_v2(rusqlite::wal::CheckpointMode::PASSIVE);
+        } else if pages >= CHECKPOINT_PAGES {
+            // Full: a checkpoint is already asked for; it will see these pages too.
+            let _ = tx.try_send(());
+        }
+        Ok(())
+    }))
+    .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size(path: &Path) -> u64 {
+        std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    #[test]
+    fn the_log_is_copied_back_by_the_checkpointer_not_left_to_grow() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (x TEXT);")
+            .unwrap();
+        checkpoint_in_background(&mut conn, &path).unwrap();
+        let row = "x".repeat(1000);
+        // 40 MB in 400 commits, one right after the other: without checkpoints, or with
+        // background ones that never catch up, the log would hold all of it.
+        for _ in 0..400 {
+            let tx = conn.transaction().unwrap();
+            for _ in 0..100 {
+                tx.execute("INSERT INTO t VALUES (?1)", [&row]).unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        let wal = dir.path().join("db.sqlite-wal");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while size(&path) < 35_000_000 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            size(&path) >= 35_000_000,
+            "the rows reached the database file"
+        );
+        assert!(
+            size(&wal) < 20_000_000,
+            "the log was reused, not grown: {} bytes",
+            size(&wal)
+        );
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 40_000);
+    }
+
+    #[test]
+    fn a_database_not_in_wal_mode_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE t (x TEXT);").unwrap();
+        let err = checkpoint_in_background(&mut conn, &path).unwrap_err();
+        assert!(err.contains("not WAL"), "{err}");
+    }
+}
