@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# One target directory for every build of the run: the napi CLI always passes `--target`,
+# and without it here cargo would build every dependency a second time under target/<triple>.
+export CARGO_BUILD_TARGET="${CARGO_BUILD_TARGET:-$(rustc -vV | sed -n 's/^host: //p')}"
+# A one-off run (CI, a fresh clone) gains nothing from incremental caches but their disk.
+if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 
 status=0
 run() {
