@@ -50,6 +50,12 @@ mod stream;
 
 use napi_derive::napi;
 
+/// The extension's Rust allocations go to mimalloc. Calls allocate on one worker thread and
+/// free on another (results, audit records, cache entries); glibc's allocator serializes that
+/// on its arena locks, and made building audit records cost 1.6x more (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// One error code of the closed set an envelope can carry.
 #[napi(object)]
 pub struct ErrorCodeInfo {

@@ -35,6 +35,12 @@ pub mod workers;
 
 use pyo3::prelude::*;
 
+/// The extension's Rust allocations go to mimalloc. Calls allocate on one worker thread and
+/// free on another (results, audit records, cache entries); glibc's allocator serializes that
+/// on its arena locks, and made building audit records cost 1.6x more (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Stops tooljig before the interpreter finalizes: cancels running batches, waits until no
 /// worker thread is inside Python, and stops the runtime. The package registers it with
 /// `atexit`; calling it again does nothing. No batch can start afterwards.

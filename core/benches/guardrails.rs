@@ -26,6 +26,12 @@ use std::time::Duration;
 use tooljig::audit::SqliteAudit;
 use tooljig::*;
 
+/// The allocator the Python and Node packages ship with (their `lib.rs` says why); a Rust app
+/// picks its own, and `TOOLJIG_BENCH_COUNT` runs of a build without this line give the
+/// system allocator's figures (BENCHMARKS.md has both).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
