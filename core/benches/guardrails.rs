@@ -12,7 +12,8 @@
 //!
 //! - `guardrails/layers/...`: at N = 1,000, the checks alone (flags, roles, scopes, hidden
 //!   argument, hook), then with the rate limit, with the cache, and with audit records built
-//!   and handed to a sink that drops them; `guarded` adds SQLite storage on top.
+//!   and handed to a sink that drops them; `guarded` adds SQLite storage on top, and
+//!   `guarded_jsonl/1000` JSON Lines storage instead.
 //!
 //! Run with `cargo bench -p tooljig --bench guardrails`; figures go to `BENCHMARKS.md`. For
 //! instruction counts, see `counted` at the end.
@@ -124,6 +125,12 @@ fn guarded(layers: Layers, dir: &std::path::Path) -> Engine {
         Some("sqlite") => {
             let path = dir.join(format!("audit-{}.db", uuid::Uuid::new_v4()));
             engine = engine.with_audit(Arc::new(SqliteAudit::open(path).expect("audit opens")));
+        }
+        Some("jsonl") => {
+            let path = dir.join(format!("audit-{}.jsonl", uuid::Uuid::new_v4()));
+            engine = engine.with_audit(Arc::new(
+                tooljig::audit::JsonlAudit::open(path).expect("audit opens"),
+            ));
         }
         Some(_) => engine = engine.with_audit(Arc::new(Discard)),
         None => {}
@@ -256,6 +263,14 @@ fn overhead(c: &mut Criterion) {
                 audit: Some("discard"),
             },
         ),
+        (
+            "guarded_jsonl",
+            Layers {
+                limit: true,
+                cache: true,
+                audit: Some("jsonl"),
+            },
+        ),
     ];
     for (name, l) in layers {
         let engine = Arc::new(guarded(l, dir.path()));
@@ -267,7 +282,8 @@ fn overhead(c: &mut Criterion) {
 criterion_group!(benches, overhead);
 
 /// `TOOLJIG_BENCH_COUNT=K` runs K batches of 1,000 calls of the engine `TOOLJIG_BENCH_LAYERS`
-/// names (`bare`, `checks`, `+limit`, `+cache`, `+audit_records` or `guarded`) and nothing
+/// names (`bare`, `checks`, `+limit`, `+cache`, `+audit_records`, `guarded`, or
+/// `guarded_jsonl`: every check with a JSON Lines audit log instead of SQLite) and nothing
 /// else: a fixed workload for `valgrind --tool=callgrind`, whose instruction counts do not
 /// move with the machine's load (the difference between two counts, over the calls between
 /// them, is a per-call cost free of setup).
@@ -280,6 +296,7 @@ fn counted(k: usize) {
         "+limit" => (true, false, None),
         "+cache" => (true, true, None),
         "+audit_records" => (true, true, Some("discard")),
+        "guarded_jsonl" => (true, true, Some("jsonl")),
         _ => (true, true, Some("sqlite")),
     };
     let engine = Arc::new(if which == "bare" {
