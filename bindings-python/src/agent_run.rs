@@ -5,7 +5,7 @@
 
 use crate::agent_state::StateCell;
 use crate::error;
-use crate::host::{BatchHost, Msg, lock};
+use crate::host::{BatchHost, Msg, lock, resolve};
 use crate::providers::write;
 use crate::runtime;
 use pyo3::exceptions::PyRuntimeError;
@@ -148,14 +148,6 @@ fn take_events<'py>(py: Python<'py>, side: &mut Side) -> PyResult<Bound<'py, PyA
         list.append(write(py, e)?)?;
     }
     Ok(list.into_any())
-}
-
-fn resolve(future: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResult<()> {
-    if future.call_method0("done")?.is_truthy()? {
-        return Ok(());
-    }
-    future.call_method1("set_result", (value,))?;
-    Ok(())
 }
 
 #[pyclass(frozen)]

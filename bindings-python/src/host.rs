@@ -484,7 +484,7 @@ fn take_events<'py>(py: Python<'py>, side: &mut LoopSide) -> PyResult<Bound<'py,
 }
 
 /// Sets a future's result unless it was cancelled meanwhile.
-fn resolve(future: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResult<()> {
+pub(crate) fn resolve(future: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResult<()> {
     if future.call_method0("done")?.is_truthy()? {
         return Ok(());
     }

@@ -4,6 +4,7 @@
 
 use super::context::Ctx;
 use super::model::{ModelClient, ModelError, ModelErrorKind};
+use super::options::AgentOptions;
 use crate::providers::{Message, ModelRequest, ModelTurn, ToolChoice};
 use crate::spec::ToolSpec;
 use crate::stream::StreamEvent;
@@ -39,8 +40,7 @@ pub(crate) async fn call_model(
     ctx: &mut Ctx<'_>,
     model: &Arc<dyn ModelClient>,
     spec: CallSpec,
-    max_tokens: Option<u32>,
-    temperature: Option<f32>,
+    options: &AgentOptions,
 ) -> Result<Answer, ModelError> {
     let mut messages = Vec::with_capacity(ctx.state.messages.len() + 2);
     if let Some(system) = spec.system {
@@ -55,8 +55,8 @@ pub(crate) async fn call_model(
         messages,
         tools: spec.tools,
         tool_choice: spec.tool_choice,
-        max_tokens,
-        temperature,
+        max_tokens: options.max_tokens,
+        temperature: options.temperature,
         stream: ctx.sink.is_some(),
         response_schema: spec.response_schema,
     };

@@ -72,15 +72,7 @@ impl Agent {
             };
             let json_step = json.is_some() && offer_tools;
             let held = spec.hold_text;
-            let answer = match call_model(
-                ctx,
-                &model,
-                spec,
-                self.options.max_tokens,
-                self.options.temperature,
-            )
-            .await
-            {
+            let answer = match call_model(ctx, &model, spec, &self.options).await {
                 Ok(a) => a,
                 Err(e) => return self.model_failed(ctx, step, e).await,
             };
@@ -170,15 +162,7 @@ impl Agent {
                 hold_text: false,
             };
             let model = self.answering_model().clone();
-            return match call_model(
-                ctx,
-                &model,
-                spec,
-                self.options.max_tokens,
-                self.options.temperature,
-            )
-            .await
-            {
+            return match call_model(ctx, &model, spec, &self.options).await {
                 Ok(a) => {
                     a.complete_events(ctx, true);
                     let text = a.turn.content.clone();

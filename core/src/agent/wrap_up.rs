@@ -108,8 +108,7 @@ pub(crate) async fn final_answer(
         hold_text: false,
     };
     let model = agent.answering_model().clone();
-    let options = agent.get_options();
-    match call_model(ctx, &model, spec, options.max_tokens, options.temperature).await {
+    match call_model(ctx, &model, spec, agent.get_options()).await {
         Ok(a) if !a.turn.content.trim().is_empty() => {
             // Tool calls made despite the instruction are ignored: none can run now.
             let mut a = a;
@@ -163,8 +162,7 @@ pub(crate) async fn ask(agent: &Agent, ctx: &mut Ctx<'_>, needs: Vec<NeedsCall>)
         hold_text: false,
     };
     let model = agent.answering_model().clone();
-    let options = agent.get_options();
-    let asked = call_model(ctx, &model, spec, options.max_tokens, options.temperature).await;
+    let asked = call_model(ctx, &model, spec, agent.get_options()).await;
     let question = match asked {
         Ok(a) if !a.turn.content.trim().is_empty() => {
             let mut a = a;
