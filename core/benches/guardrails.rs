@@ -68,8 +68,8 @@ fn bare() -> Engine {
 struct Discard;
 
 impl AuditSink for Discard {
-    fn record(&self, record: AuditRecord) {
-        black_box(record);
+    fn record(&self, entry: AuditEntry) {
+        black_box(entry);
     }
     fn flush(&self) -> BoxFuture<Result<(), tooljig::audit::AuditError>> {
         Box::pin(async { Ok(()) })

@@ -1,7 +1,7 @@
 //! The engine: runs batches of calls over a registry, in dependency order and in parallel.
 
 use crate::arguments::Limits;
-use crate::audit::AuditRecord;
+use crate::audit::AuditEntry;
 use crate::call::{Call, CallResult};
 use crate::caller::Caller;
 use crate::envelope::Envelope;
@@ -184,7 +184,7 @@ pub(crate) struct Batch {
     /// The model's arguments per call, kept only when auditing, for calls refused unparsed.
     raw_arguments: Vec<Value>,
     /// Audit records not yet handed to the sink: they go over in chunks, not one by one.
-    audit_out: Vec<AuditRecord>,
+    audit_out: Vec<AuditEntry>,
     /// The run this pass belongs to and what earlier passes settled.
     pass: crate::run::Pass,
     atomic: bool,
@@ -338,7 +338,7 @@ impl Batch {
     }
 
     /// Records a call that ran in its own task, which built its audit record there.
-    fn settle_ran(&mut self, i: usize, result: CallResult, record: Option<AuditRecord>) {
+    fn settle_ran(&mut self, i: usize, result: CallResult, record: Option<AuditEntry>) {
         self.guards.count(&result);
         self.slots[i].result = Some(result);
         self.audit(record);
@@ -346,7 +346,7 @@ impl Batch {
     }
 
     /// Keeps a record for the sink, handing the kept ones over once there are enough.
-    fn audit(&mut self, record: Option<AuditRecord>) {
+    fn audit(&mut self, record: Option<AuditEntry>) {
         if let Some(r) = record {
             if self.audit_out.capacity() == 0 {
                 self.audit_out.reserve_exact(AUDIT_CHUNK);
@@ -517,7 +517,7 @@ impl Batch {
 
     pub(crate) async fn drive(mut self) -> BatchResult {
         let total = self.slots.len();
-        let mut running: JoinSet<(usize, CallResult, Option<AuditRecord>)> = JoinSet::new();
+        let mut running: JoinSet<(usize, CallResult, Option<AuditEntry>)> = JoinSet::new();
         let mut in_flight = vec![false; total];
         // One cancellation waiter and one deadline timer for the whole batch, not one of
         // each per finished call: with thousands of calls they showed in the profile.
@@ -542,7 +542,9 @@ impl Batch {
                 if let Some(job) = self.prepare(i) {
                     in_flight[i] = true;
                     running.spawn(async move {
-                        let (result, record) = run_audited(job).await;
+                        // Boxed: the call's future is over 2 KB, and the task is moved several
+                        // times on its way into the runtime; a pointer moves for less.
+                        let (result, record) = Box::pin(run_audited(job)).await;
                         (i, result, record)
                     });
                 }

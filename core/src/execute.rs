@@ -4,7 +4,7 @@
 //! The guard steps (hidden arguments, access, rate limits, idempotency and cache, approval,
 //! audit) slot in here, in the order of `ARCHITECTURE.md`, each refusal an envelope.
 
-use crate::audit::AuditRecord;
+use crate::audit::AuditEntry;
 use crate::call::CallResult;
 use crate::caller::Caller;
 use crate::envelope::{Envelope, ToolError};
@@ -65,7 +65,7 @@ impl Job {
 
 /// Runs one call and builds its audit record where it ran (step 11), when the engine
 /// audits: building every record on the batch's driver made the driver the bottleneck.
-pub async fn run_audited(job: Job) -> (CallResult, Option<AuditRecord>) {
+pub async fn run_audited(job: Job) -> (CallResult, Option<AuditEntry>) {
     if !job.guards.audits() {
         return (run_job(job).await, None);
     }

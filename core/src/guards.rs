@@ -10,7 +10,7 @@
 //! 5. audit and telemetry where the engine settles a result (step 11), planning refusals included.
 
 use crate::access::{self, AccessRequest, PolicyHook, Settings};
-use crate::audit::{AuditRecord, AuditSink, Outcome};
+use crate::audit::{AuditEntry, AuditRecord, AuditSink, Outcome};
 use crate::cache::{self, InProcessCache, ResultCache};
 use crate::call::CallResult;
 use crate::caller::Caller;
@@ -217,14 +217,14 @@ impl Guards {
         caller: &Caller,
         policy: Option<&Policy>,
         raw_arguments: Option<&Value>,
-    ) -> Option<AuditRecord> {
+    ) -> Option<AuditEntry> {
         self.audit
             .is_some()
-            .then(|| AuditRecord::from_result(result, caller, policy, raw_arguments))
+            .then(|| AuditRecord::from_result(result, caller, policy, raw_arguments).into())
     }
 
     /// Hands audit records to the sink, in order, without waiting.
-    pub fn hand_over(&self, records: Vec<AuditRecord>) {
+    pub fn hand_over(&self, records: Vec<AuditEntry>) {
         if let (Some(audit), false) = (&self.audit, records.is_empty()) {
             audit.record_all(records);
         }

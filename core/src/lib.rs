@@ -65,7 +65,7 @@ pub use approval::{
 };
 pub use arguments::Limits;
 pub use audit::{
-    AuditQuery, AuditRecord, AuditSink, JsonlAudit, MemoryAudit, Redaction, SqliteAudit,
+    AuditEntry, AuditQuery, AuditRecord, AuditSink, JsonlAudit, MemoryAudit, Redaction, SqliteAudit,
 };
 pub use cache::{CachePolicy, CacheScope};
 pub use call::{Call, CallResult, CallStatus};

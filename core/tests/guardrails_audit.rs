@@ -284,6 +284,50 @@ async fn jsonl_records_every_call_and_detects_tampering() {
     assert_eq!(report.records, 8);
 }
 
+/// Records written before the body put `seq` and `prev_hash` first: their stored text is what
+/// their hash covers, so a log that holds them goes on, and verifies, with records of today.
+#[tokio::test]
+async fn a_log_written_with_the_earlier_body_layout_goes_on_and_verifies() {
+    use tooljig::audit::chain::{GENESIS, hash_body};
+    let dir = tempfile::tempdir().unwrap();
+    let old_body = format!(
+        r#"{{"seq":1,"time_ms":1700000000000,"principal":"u1","tenant":null,"session":null,"tool":"send","call_id":"old","arguments":{{"to":"x"}},"hidden":[],"outcome":"ok","code":null,"message":null,"detail":null,"output":null,"risk":"low","effect":"read","duration_us":5,"attempts":1,"cached":false,"replayed":false,"repaired":false,"approval":null,"prev_hash":"{GENESIS}"}}"#
+    );
+    let hash = hash_body(&old_body);
+    let jsonl = dir.path().join("old.jsonl");
+    std::fs::write(
+        &jsonl,
+        format!("{{\"hash\":\"{hash}\",{}\n", &old_body[1..]),
+    )
+    .unwrap();
+    let db = dir.path().join("old.db");
+    {
+        // The table as `SqliteAudit` creates it, holding one record of the earlier layout.
+        drop(SqliteAudit::open(&db).unwrap());
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute(
+            "INSERT INTO audit_log (seq, time_ms, principal, tenant, tool, call_id, outcome, code, hash, record)
+             VALUES (1, 1700000000000, 'u1', NULL, 'send', 'old', 'ok', NULL, ?1, ?2)",
+            [&hash, &old_body],
+        )
+        .unwrap();
+    }
+    let sinks: [Arc<dyn AuditSink>; 2] = [
+        Arc::new(JsonlAudit::open(&jsonl).unwrap()),
+        Arc::new(SqliteAudit::open(&db).unwrap()),
+    ];
+    for sink in sinks {
+        let e = engine(sink.clone(), &Runs::default());
+        run(&e, batch(), caller("u1")).await;
+        let report = sink.verify().await.unwrap();
+        assert!(report.is_intact(), "{report:?}");
+        assert_eq!(report.records, 7);
+        let records = sink.query(AuditQuery::all()).await.unwrap();
+        assert_eq!(records[0].call_id, "old");
+        assert_eq!(records[1].prev_hash, hash);
+    }
+}
+
 #[tokio::test]
 async fn memory_sink_verifies_and_reports_the_first_broken_link() {
     let sink = Arc::new(MemoryAudit::new());

@@ -7,12 +7,12 @@
 //! also `fsync`ed. A line cut short by a crash mid-write was never acknowledged; opening the
 //! file again removes it.
 
-use crate::audit::chain::{Chain, ChainReport, Verifier};
+use crate::audit::chain::{Chain, ChainReport, Link, Verifier};
 use crate::audit::query::AuditQuery;
 use crate::audit::record::AuditRecord;
 use crate::audit::sqlite::Durability;
 use crate::audit::writer::{Backend, Writer};
-use crate::audit::{AuditError, AuditSink, BrokenLink};
+use crate::audit::{AuditEntry, AuditError, AuditSink, BrokenLink};
 use crate::handler::BoxFuture;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -23,10 +23,15 @@ fn io(e: std::io::Error) -> AuditError {
 }
 
 /// The line of a linked record: its body with `"hash"` spliced in first.
-fn line(record: &AuditRecord, body: &str) -> String {
+fn line(hash: &str, body: &str, out: &mut String) {
     let rest = body.strip_prefix('{').unwrap_or(body);
     let sep = if rest == "}" { "" } else { "," };
-    format!("{{\"hash\":\"{}\"{sep}{rest}\n", record.hash)
+    out.push_str("{\"hash\":\"");
+    out.push_str(hash);
+    out.push('"');
+    out.push_str(sep);
+    out.push_str(rest);
+    out.push('\n');
 }
 
 struct JsonlBackend {
@@ -37,10 +42,11 @@ struct JsonlBackend {
 }
 
 impl Backend for JsonlBackend {
-    fn write(&mut self, batch: &[(AuditRecord, String)]) -> Result<(), AuditError> {
-        let mut text = String::with_capacity(batch.len() * 512);
-        for (r, body) in batch {
-            text.push_str(&line(r, body));
+    fn write(&mut self, batch: &[(&AuditEntry, Link)]) -> Result<(), AuditError> {
+        let size = batch.iter().map(|(_, l)| l.body.len() + 80).sum();
+        let mut text = String::with_capacity(size);
+        for (_, link) in batch {
+            line(&link.hash, &link.body, &mut text);
         }
         // One `write` per chunk: once it returns, the lines are in the operating system's
         // hands and survive a crash of this process.
@@ -200,12 +206,12 @@ impl JsonlAudit {
 }
 
 impl AuditSink for JsonlAudit {
-    fn record(&self, record: AuditRecord) {
-        self.writer.record_all(vec![record]);
+    fn record(&self, entry: AuditEntry) {
+        self.writer.record_all(vec![entry]);
     }
 
-    fn record_all(&self, records: Vec<AuditRecord>) {
-        self.writer.record_all(records);
+    fn record_all(&self, entries: Vec<AuditEntry>) {
+        self.writer.record_all(entries);
     }
 
     fn flush(&self) -> BoxFuture<Result<(), AuditError>> {

@@ -4,7 +4,7 @@
 use crate::audit::chain::{Chain, ChainReport, verify};
 use crate::audit::query::AuditQuery;
 use crate::audit::record::AuditRecord;
-use crate::audit::{AuditError, AuditSink};
+use crate::audit::{AuditEntry, AuditError, AuditSink};
 use crate::handler::BoxFuture;
 use std::sync::Mutex;
 
@@ -36,9 +36,9 @@ impl MemoryAudit {
 }
 
 impl AuditSink for MemoryAudit {
-    fn record(&self, mut record: AuditRecord) {
+    fn record(&self, entry: AuditEntry) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let _body = inner.0.link(&mut record);
+        let (record, _body) = entry.link(&mut inner.0);
         inner.1.push(record);
     }
 

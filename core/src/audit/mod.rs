@@ -10,6 +10,7 @@
 //! first broken link.
 
 pub mod chain;
+pub mod entry;
 pub mod jsonl;
 pub mod memory;
 pub mod query;
@@ -19,6 +20,7 @@ pub mod sqlite;
 mod writer;
 
 pub use chain::{BrokenLink, ChainReport};
+pub use entry::AuditEntry;
 pub use jsonl::JsonlAudit;
 pub use memory::MemoryAudit;
 pub use query::AuditQuery;
@@ -52,13 +54,13 @@ pub enum AuditError {
 /// A PostgreSQL sink (seed 004's table) implements the same trait.
 pub trait AuditSink: Send + Sync + 'static {
     /// Takes one record; the sink assigns its sequence number and chain hash.
-    fn record(&self, record: AuditRecord);
+    fn record(&self, entry: AuditEntry);
     /// Takes records in order, as [`record`](AuditSink::record) does one by one. The engine
     /// hands a batch's records over in chunks; a sink with a queue overrides this to take
     /// a chunk in one step.
-    fn record_all(&self, records: Vec<AuditRecord>) {
-        for r in records {
-            self.record(r);
+    fn record_all(&self, entries: Vec<AuditEntry>) {
+        for e in entries {
+            self.record(e);
         }
     }
     /// Resolves when every record taken before this call is durable.

@@ -66,7 +66,10 @@ impl Outcome {
 /// One audited call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditRecord {
-    /// Position in the log, from 1, assigned by the sink.
+    /// Position in the log, from 1, assigned by the sink. The chain fields (this one,
+    /// `prev_hash`, `hash`) are left out of the serialization while unset: what remains is
+    /// the record's [`content`](crate::audit::chain::content).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub seq: u64,
     /// When the call settled, in milliseconds since the Unix epoch.
     pub time_ms: u64,
@@ -115,12 +118,16 @@ pub struct AuditRecord {
     #[serde(default)]
     pub approval: Option<Value>,
     /// The previous record's hash (64 zeros for the first).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub prev_hash: String,
-    /// SHA-256 over this record without this field; see [`crate::audit::chain`]. Left out
-    /// of the serialization while empty (that serialization is what the hash covers).
+    /// SHA-256 over the record's [`body`](crate::audit::chain::body); see
+    /// [`crate::audit::chain`].
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub hash: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Milliseconds since the Unix epoch, now.

@@ -6,11 +6,11 @@
 //! last commits. [`Durability::Os`] (`synchronous = FULL`) survives those too, at the cost
 //! of an fsync per batch.
 
-use crate::audit::chain::{Chain, ChainReport, Verifier};
+use crate::audit::chain::{Chain, ChainReport, Link, Verifier};
 use crate::audit::query::AuditQuery;
 use crate::audit::record::AuditRecord;
 use crate::audit::writer::{Backend, Writer};
-use crate::audit::{AuditError, AuditSink};
+use crate::audit::{AuditEntry, AuditError, AuditSink};
 use crate::handler::BoxFuture;
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 use std::path::{Path, PathBuf};
@@ -62,7 +62,7 @@ struct SqliteBackend {
 }
 
 impl Backend for SqliteBackend {
-    fn write(&mut self, batch: &[(AuditRecord, String)]) -> Result<(), AuditError> {
+    fn write(&mut self, batch: &[(&AuditEntry, Link)]) -> Result<(), AuditError> {
         if !self.in_transaction {
             self.conn.execute_batch("BEGIN").map_err(storage)?;
             self.in_transaction = true;
@@ -74,10 +74,11 @@ impl Backend for SqliteBackend {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .map_err(storage)?;
-        for (r, body) in batch {
+        for (entry, link) in batch {
+            let r = entry.record();
             insert
                 .execute(rusqlite::params![
-                    r.seq as i64,
+                    link.seq as i64,
                     r.time_ms as i64,
                     r.principal,
                     r.tenant,
@@ -85,8 +86,8 @@ impl Backend for SqliteBackend {
                     r.call_id,
                     r.outcome.as_str(),
                     r.code.map(|c| c.as_str()),
-                    r.hash,
-                    body,
+                    link.hash,
+                    link.body,
                 ])
                 .map_err(storage)?;
         }
@@ -309,12 +310,12 @@ fn blocking<T: Send + 'static>(
 }
 
 impl AuditSink for SqliteAudit {
-    fn record(&self, record: AuditRecord) {
-        self.writer.record_all(vec![record]);
+    fn record(&self, entry: AuditEntry) {
+        self.writer.record_all(vec![entry]);
     }
 
-    fn record_all(&self, records: Vec<AuditRecord>) {
-        self.writer.record_all(records);
+    fn record_all(&self, entries: Vec<AuditEntry>) {
+        self.writer.record_all(entries);
     }
 
     fn flush(&self) -> BoxFuture<Result<(), AuditError>> {

@@ -8,9 +8,8 @@
 //! channel, so it is answered only after every record sent before it is committed: callers
 //! that await it get group commit for free.
 
-use crate::audit::AuditError;
-use crate::audit::chain::Chain;
-use crate::audit::record::AuditRecord;
+use crate::audit::chain::{Chain, Link};
+use crate::audit::{AuditEntry, AuditError};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -28,9 +27,9 @@ const CHUNK: usize = 256;
 /// What a sink's storage does: write linked records in order into an open unit of work, and
 /// make everything written since the last commit durable, all or nothing.
 pub(crate) trait Backend: Send + 'static {
-    /// Writes records (each with its body, see [`crate::audit::chain::body`]) into the open
-    /// unit of work, opening one if need be.
-    fn write(&mut self, batch: &[(AuditRecord, String)]) -> Result<(), AuditError>;
+    /// Writes records (each with its place in the chain and its body) into the open unit of
+    /// work, opening one if need be.
+    fn write(&mut self, batch: &[(&AuditEntry, Link)]) -> Result<(), AuditError>;
     /// Makes the open unit durable.
     fn commit(&mut self) -> Result<(), AuditError>;
     /// Drops the open unit (after a failed write or commit).
@@ -38,7 +37,7 @@ pub(crate) trait Backend: Send + 'static {
 }
 
 enum Msg {
-    Records(Vec<AuditRecord>),
+    Entries(Vec<AuditEntry>),
     Flush(oneshot::Sender<Result<(), AuditError>>),
 }
 
@@ -67,12 +66,12 @@ impl Writer {
     }
 
     /// Hands records over, in order; never blocks.
-    pub(crate) fn record_all(&self, records: Vec<AuditRecord>) {
-        let count = records.len();
+    pub(crate) fn record_all(&self, entries: Vec<AuditEntry>) {
+        let count = entries.len();
         let sent = self
             .tx
             .as_ref()
-            .is_some_and(|tx| tx.send(Msg::Records(records)).is_ok());
+            .is_some_and(|tx| tx.send(Msg::Entries(entries)).is_ok());
         if !sent {
             tracing::error!(target: "tooljig::audit", count, "the audit writer has stopped; records were lost");
         }
@@ -102,13 +101,46 @@ impl Drop for Writer {
     }
 }
 
+/// Entries in the chunks they arrived in: kept as they are, not moved into one vector, since
+/// an entry is large and the writer only reads it.
+#[derive(Default)]
+struct Chunks {
+    chunks: Vec<Vec<AuditEntry>>,
+    len: usize,
+}
+
+impl Chunks {
+    fn push(&mut self, chunk: Vec<AuditEntry>) {
+        self.len += chunk.len();
+        self.chunks.push(chunk);
+    }
+
+    fn append(&mut self, other: &mut Chunks) {
+        self.len += std::mem::take(&mut other.len);
+        self.chunks.append(&mut other.chunks);
+    }
+
+    fn clear(&mut self) {
+        self.chunks.clear();
+        self.len = 0;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &AuditEntry> {
+        self.chunks.iter().flatten()
+    }
+}
+
 fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
     // Records written into the open unit but not committed, kept to retry after a failure,
     // and the chain as it was when the unit opened.
-    let mut open: Vec<AuditRecord> = Vec::new();
+    let mut open = Chunks::default();
     let mut open_since = Instant::now();
     let mut chain_at_open = chain.clone();
-    let mut pending: Vec<AuditRecord> = Vec::new();
+    let mut pending = Chunks::default();
     let mut waiters = Vec::new();
     loop {
         // Block for the next message; while a unit is open, only until it must be committed.
@@ -131,7 +163,7 @@ fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
             Err(()) if open.is_empty() => closed = true,
             Err(()) => {}
         }
-        while pending.len() < CHUNK {
+        while pending.len < CHUNK {
             match rx.try_recv() {
                 Ok(m) => take(m, &mut pending, &mut waiters),
                 Err(mpsc::TryRecvError::Empty) => break,
@@ -149,20 +181,18 @@ fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
                 open_since = Instant::now();
                 chain_at_open = chain.clone();
             }
-            let batch: Vec<(AuditRecord, String)> = pending
-                .drain(..)
-                .map(|mut r| {
-                    let body = chain.link(&mut r);
-                    (r, body)
-                })
+            let batch: Vec<(&AuditEntry, Link)> = pending
+                .iter()
+                .map(|e| (e, chain.next(e.content())))
                 .collect();
             outcome = backend.write(&batch);
-            open.extend(batch.into_iter().map(|(r, _)| r));
+            drop(batch);
+            open.append(&mut pending);
         }
         // Nothing is promised before a flush: commit when one is asked for, when the unit
         // is large, when it has been open for a while, or when the sink closes.
         let due = !waiters.is_empty()
-            || open.len() >= MAX_BATCH
+            || open.len >= MAX_BATCH
             || open_since.elapsed() >= LINGER
             || closed;
         if outcome.is_ok() && due && !open.is_empty() {
@@ -173,7 +203,7 @@ fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
         }
         if let Err(e) = &outcome {
             // Keep the records and the chain as they were: the next round writes them again.
-            tracing::error!(target: "tooljig::audit", error = %e, records = open.len(), "audit write failed; will retry");
+            tracing::error!(target: "tooljig::audit", error = %e, records = open.len, "audit write failed; will retry");
             backend.rollback();
             chain = chain_at_open.clone();
             pending = std::mem::take(&mut open);
@@ -189,14 +219,9 @@ fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
     }
 }
 
-fn take(
-    m: Msg,
-    pending: &mut Vec<AuditRecord>,
-    waiters: &mut Vec<oneshot::Sender<Result<(), AuditError>>>,
-) {
+fn take(m: Msg, pending: &mut Chunks, waiters: &mut Vec<oneshot::Sender<Result<(), AuditError>>>) {
     match m {
-        Msg::Records(mut r) if pending.is_empty() => std::mem::swap(pending, &mut r),
-        Msg::Records(r) => pending.extend(r),
+        Msg::Entries(e) => pending.push(e),
         Msg::Flush(w) => waiters.push(w),
     }
 }
