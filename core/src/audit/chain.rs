@@ -263,8 +263,8 @@ mod tests {
     #[test]
     fn an_entry_links_to_the_body_its_record_has() {
         let mut chain = Chain::default();
-        let (first, first_body) = AuditEntry::new(record("a")).link(&mut chain);
-        let (second, second_body) = AuditEntry::new(record("b")).link(&mut chain);
+        let (first, first_body) = AuditEntry::new(record("a")).link(&mut chain).unwrap();
+        let (second, second_body) = AuditEntry::new(record("b")).link(&mut chain).unwrap();
         assert!(first_body.starts_with(&format!(r#"{{"seq":1,"prev_hash":"{GENESIS}","#)));
         assert_eq!(body(&first), first_body);
         assert_eq!(body(&second), second_body);

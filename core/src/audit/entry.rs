@@ -1,27 +1,70 @@
 //! A record on its way to a sink.
 
+use crate::audit::AuditError;
 use crate::audit::chain::{self, Chain, Link};
-use crate::audit::record::AuditRecord;
+use crate::audit::record::{AuditRecord, Outcome};
+use crate::error_code::ErrorCode;
 
-/// An audit record with its [`content`](chain::content) already serialized. The engine
-/// builds entries where each call ran, in parallel with the other calls, so that a sink's
-/// writer, which links records one after the other, only splices and hashes.
+/// An audit record, serialized where its call ran: its [`content`](chain::content) as JSON and
+/// the few fields stores index it by. The engine builds entries in each call's task, in
+/// parallel with the other calls, and the record itself is dropped there; a sink's writer,
+/// which links records one after the other, only splices and hashes the text and stores it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEntry {
-    record: AuditRecord,
+    indexed: Indexed,
     content: String,
 }
 
+/// The fields of a record that stores keep in columns of their own, to answer queries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Indexed {
+    /// When the call settled, in milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    /// Who acted.
+    pub principal: Option<String>,
+    /// In which tenant.
+    pub tenant: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// The call's id in its batch.
+    pub call_id: String,
+    /// How the call ended.
+    pub outcome: Outcome,
+    /// The error code, when `outcome` is `error`.
+    pub code: Option<ErrorCode>,
+}
+
 impl AuditEntry {
-    /// Serializes the (not yet linked) record's content.
+    /// Serializes the (not yet linked) record.
     pub fn new(record: AuditRecord) -> Self {
         let content = chain::content(&record);
-        AuditEntry { record, content }
+        let AuditRecord {
+            time_ms,
+            principal,
+            tenant,
+            tool,
+            call_id,
+            outcome,
+            code,
+            ..
+        } = record;
+        AuditEntry {
+            indexed: Indexed {
+                time_ms,
+                principal,
+                tenant,
+                tool,
+                call_id,
+                outcome,
+                code,
+            },
+            content,
+        }
     }
 
-    /// The record, without its chain fields.
-    pub fn record(&self) -> &AuditRecord {
-        &self.record
+    /// The fields stores index the record by.
+    pub fn indexed(&self) -> &Indexed {
+        &self.indexed
     }
 
     /// What the record's hash covers besides its chain fields.
@@ -29,20 +72,25 @@ impl AuditEntry {
         &self.content
     }
 
-    /// Links the entry as the next record of `chain`: the record with its chain fields
-    /// set, and its body.
-    pub fn link(self, chain: &mut Chain) -> (AuditRecord, String) {
+    /// Links the entry as the next record of `chain`: the record, read back from its body,
+    /// with its chain fields set, and the body. `Err` (the chain unmoved) only if the body
+    /// does not read back, which a body this type wrote always does.
+    pub fn link(&self, chain: &mut Chain) -> Result<(AuditRecord, String), AuditError> {
+        let mut record: AuditRecord =
+            serde_json::from_str(&self.content).map_err(|e| AuditError::Corrupt {
+                seq: chain.next_seq,
+                message: format!("the record does not read back: {e}"),
+            })?;
         let Link {
             seq,
             prev_hash,
             hash,
             body,
         } = chain.next(&self.content);
-        let mut record = self.record;
         record.seq = seq;
         record.prev_hash = prev_hash;
         record.hash = hash;
-        (record, body)
+        Ok((record, body))
     }
 }
 

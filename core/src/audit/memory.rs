@@ -38,8 +38,12 @@ impl MemoryAudit {
 impl AuditSink for MemoryAudit {
     fn record(&self, entry: AuditEntry) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let (record, _body) = entry.link(&mut inner.0);
-        inner.1.push(record);
+        match entry.link(&mut inner.0) {
+            Ok((record, _body)) => inner.1.push(record),
+            Err(e) => {
+                tracing::error!(target: "tooljig::audit", error = %e, "an audit record was lost")
+            }
+        }
     }
 
     fn flush(&self) -> BoxFuture<Result<(), AuditError>> {

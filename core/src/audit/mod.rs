@@ -20,7 +20,7 @@ pub mod sqlite;
 mod writer;
 
 pub use chain::{BrokenLink, ChainReport};
-pub use entry::AuditEntry;
+pub use entry::{AuditEntry, Indexed};
 pub use jsonl::JsonlAudit;
 pub use memory::MemoryAudit;
 pub use query::AuditQuery;

@@ -75,7 +75,7 @@ impl Backend for SqliteBackend {
             )
             .map_err(storage)?;
         for (entry, link) in batch {
-            let r = entry.record();
+            let r = entry.indexed();
             insert
                 .execute(rusqlite::params![
                     link.seq as i64,
