@@ -53,7 +53,8 @@ pub enum AuditError {
 /// [`flush`](AuditSink::flush) resolves once every record handed over before it is durable.
 /// A PostgreSQL sink (seed 004's table) implements the same trait.
 pub trait AuditSink: Send + Sync + 'static {
-    /// Takes one record; the sink assigns its sequence number and chain hash.
+    /// Takes one record, already serialized ([`AuditEntry`]); the sink assigns its sequence
+    /// number and chain hash ([`chain::Chain::next`] splices and hashes the entry's content).
     fn record(&self, entry: AuditEntry);
     /// Takes records in order, as [`record`](AuditSink::record) does one by one. The engine
     /// hands a batch's records over in chunks; a sink with a queue overrides this to take
