@@ -5,14 +5,13 @@
 
 use crate::agent_state::StateCell;
 use crate::error;
+use crate::event_queue::EventQueue;
 use crate::host::{BatchHost, Msg, lock, resolve};
 use crate::providers::write;
 use crate::runtime;
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use pyo3_async_runtimes::TaskLocals;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::task::AbortHandle;
@@ -21,10 +20,8 @@ use tooljig::stream::StreamEvent;
 use tooljig::{BatchResult, ToolError};
 
 struct Side {
-    events: Option<VecDeque<StreamEvent>>,
-    waiter: Option<Py<PyAny>>,
+    events: EventQueue<StreamEvent>,
     outcome: Option<Result<RunOutcome, ToolError>>,
-    done: bool,
 }
 
 /// A run's way back to the loop.
@@ -44,18 +41,14 @@ impl RunShared {
             result,
             wake_pending: AtomicBool::new(false),
             side: Mutex::new(Side {
-                events: events.then(VecDeque::new),
-                waiter: None,
+                events: EventQueue::new(events),
                 outcome: None,
-                done: false,
             }),
         })
     }
 
     pub(crate) fn event(self: &Arc<Self>, e: StreamEvent) {
-        if let Some(q) = lock(&self.side).events.as_mut() {
-            q.push_back(e);
-        }
+        lock(&self.side).events.push(e);
         self.wake();
     }
 
@@ -83,20 +76,16 @@ impl RunShared {
     /// Runs on the loop: hands over events and the outcome.
     fn deliver(&self, py: Python<'_>) -> PyResult<()> {
         self.wake_pending.store(false, Ordering::SeqCst);
-        let mut side = lock(&self.side);
-        let outcome = side.outcome.take();
-        if outcome.is_some() {
-            side.done = true;
-        }
-        let ready = side.events.as_ref().is_some_and(|q| !q.is_empty()) || side.done;
-        let waiter = if ready { side.waiter.take() } else { None };
-        let events = match waiter {
-            Some(_) => Some(take_events(py, &mut side)?),
-            None => None,
+        let (outcome, ready) = {
+            let mut side = lock(&self.side);
+            let outcome = side.outcome.take();
+            if outcome.is_some() {
+                side.events.finish();
+            }
+            (outcome, side.events.ready())
         };
-        drop(side);
-        if let (Some(w), Some(events)) = (waiter, events) {
-            resolve(w.bind(py), events)?;
+        if let Some((waiter, events)) = ready {
+            resolve(waiter.bind(py), to_list(py, events)?)?;
         }
         if let Some(out) = outcome {
             let future = self.result.bind(py);
@@ -115,34 +104,15 @@ impl RunShared {
 
     fn next_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let future = self.locals.event_loop(py).call_method0("create_future")?;
-        let mut side = lock(&self.side);
-        if side.events.is_none() {
-            return Err(PyRuntimeError::new_err(
-                "this run was not started with events",
-            ));
-        }
-        if side.waiter.is_some() {
-            return Err(PyRuntimeError::new_err(
-                "next_events() is already awaited for this run",
-            ));
-        }
-        if side.events.as_ref().is_some_and(|q| !q.is_empty()) || side.done {
-            let events = take_events(py, &mut side)?;
-            drop(side);
-            future.call_method1("set_result", (events,))?;
-        } else {
-            side.waiter = Some(future.clone().unbind());
+        let now = lock(&self.side).events.next(&future, "run")?;
+        if let Some(events) = now {
+            future.call_method1("set_result", (to_list(py, events)?,))?;
         }
         Ok(future)
     }
 }
 
-fn take_events<'py>(py: Python<'py>, side: &mut Side) -> PyResult<Bound<'py, PyAny>> {
-    let events: Vec<StreamEvent> = side
-        .events
-        .as_mut()
-        .map(|q| q.drain(..).collect())
-        .unwrap_or_default();
+fn to_list(py: Python<'_>, events: Vec<StreamEvent>) -> PyResult<Bound<'_, PyAny>> {
     let list = PyList::empty(py);
     for e in &events {
         list.append(write(py, e)?)?;

@@ -17,6 +17,7 @@
 
 use crate::context::PyToolContext;
 use crate::convert;
+use crate::event_queue::EventQueue;
 use crate::events::PyEvent;
 use crate::outcome;
 use crate::results::PyBatchResult;
@@ -26,7 +27,6 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyType};
 use pyo3_async_runtimes::TaskLocals;
 use serde_json::Value;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
@@ -143,14 +143,11 @@ struct LoopSide {
     result: Py<PyAny>,
     /// `loop.create_task`, bound once.
     create_task: Py<PyAny>,
-    /// Events not yet taken by `next_events`, when the batch streams them.
-    events: Option<VecDeque<Event>>,
-    /// The future of a pending `next_events`.
-    waiter: Option<Py<PyAny>>,
+    /// Events not yet taken by `next_events`, when the batch streams them; done once `Done`
+    /// was handled.
+    events: EventQueue<Event>,
     /// Handler tasks started and not finished.
     inflight: usize,
-    /// Whether `Done` was handled.
-    done: bool,
     /// Whether the loop still watches our socket.
     reading: bool,
 }
@@ -198,10 +195,8 @@ impl BatchHost {
             side: Mutex::new(LoopSide {
                 result: result.unbind(),
                 create_task,
-                events: stream_events.then(VecDeque::new),
-                waiter: None,
+                events: EventQueue::new(stream_events),
                 inflight: 0,
-                done: false,
                 reading: false,
             }),
         });
@@ -357,34 +352,27 @@ impl BatchHost {
     }
 
     fn push_event(&self, py: Python<'_>, event: Event) -> PyResult<()> {
-        let mut side = lock(&self.side);
-        let Some(queue) = side.events.as_mut() else {
-            return Ok(());
+        let ready = {
+            let mut side = lock(&self.side);
+            side.events.push(event);
+            side.events.ready()
         };
-        queue.push_back(event);
-        if let Some(waiter) = side.waiter.take() {
-            let events = take_events(py, &mut side)?;
-            drop(side);
-            resolve(waiter.bind(py), events.into_any())?;
+        if let Some((waiter, events)) = ready {
+            resolve(waiter.bind(py), to_list(py, events)?.into_any())?;
         }
         Ok(())
     }
 
     fn finish(&self, py: Python<'_>, out: BatchResult) -> PyResult<()> {
         let result = Py::new(py, PyBatchResult::new(py, out)?)?;
-        let (future, waiter, events) = {
+        let (future, ready) = {
             let mut side = lock(&self.side);
-            side.done = true;
-            let waiter = side.waiter.take();
-            let events = match waiter {
-                Some(_) => Some(take_events(py, &mut side)?),
-                None => None,
-            };
-            (side.result.clone_ref(py), waiter, events)
+            side.events.finish();
+            (side.result.clone_ref(py), side.events.ready())
         };
         resolve(future.bind(py), result.into_bound(py).into_any())?;
-        if let (Some(waiter), Some(events)) = (waiter, events) {
-            resolve(waiter.bind(py), events.into_any())?;
+        if let Some((waiter, events)) = ready {
+            resolve(waiter.bind(py), to_list(py, events)?.into_any())?;
         }
         Ok(())
     }
@@ -392,7 +380,7 @@ impl BatchHost {
     fn reply(&self, py: Python<'_>, out: Result<Value, ToolError>) -> PyResult<()> {
         let future = {
             let mut side = lock(&self.side);
-            side.done = true;
+            side.events.finish();
             side.result.clone_ref(py)
         };
         let future = future.bind(py);
@@ -417,24 +405,9 @@ impl BatchHost {
     /// (an empty list once the batch is done), else when the next one arrives.
     pub fn next_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let future = self.locals.event_loop(py).call_method0("create_future")?;
-        let mut side = lock(&self.side);
-        if side.events.is_none() {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                "this batch was not started with events",
-            ));
-        }
-        if side.waiter.is_some() {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                "next_events() is already awaited for this batch",
-            ));
-        }
-        let buffered = side.events.as_ref().is_some_and(|q| !q.is_empty());
-        if buffered || side.done {
-            let events = take_events(py, &mut side)?;
-            drop(side);
-            future.call_method1("set_result", (events,))?;
-        } else {
-            side.waiter = Some(future.clone().unbind());
+        let now = lock(&self.side).events.next(&future, "batch")?;
+        if let Some(events) = now {
+            future.call_method1("set_result", (to_list(py, events)?,))?;
         }
         Ok(future)
     }
@@ -446,7 +419,7 @@ impl BatchHost {
 
     fn stop_watching_if_idle(&self, py: Python<'_>) {
         let mut side = lock(&self.side);
-        if !(side.done && side.inflight == 0 && side.reading) {
+        if !(side.events.is_done() && side.inflight == 0 && side.reading) {
             return;
         }
         side.reading = false;
@@ -468,12 +441,7 @@ impl BatchHost {
     }
 }
 
-fn take_events<'py>(py: Python<'py>, side: &mut LoopSide) -> PyResult<Bound<'py, PyList>> {
-    let events: Vec<Event> = side
-        .events
-        .as_mut()
-        .map(|q| q.drain(..).collect())
-        .unwrap_or_default();
+fn to_list(py: Python<'_>, events: Vec<Event>) -> PyResult<Bound<'_, PyList>> {
     PyList::new(
         py,
         events

@@ -21,6 +21,7 @@ pub mod convert;
 pub mod durable;
 pub mod engine;
 pub mod error;
+pub mod event_queue;
 pub mod events;
 pub mod guards;
 pub mod handler;
