@@ -101,8 +101,8 @@ impl Drop for Writer {
     }
 }
 
-/// Entries in the chunks they arrived in: kept as they are, not moved into one vector, since
-/// an entry is large and the writer only reads it.
+/// Entries in the chunks they arrived in, kept as they are rather than copied into one
+/// vector: the writer only reads them (and again after a failed write).
 #[derive(Default)]
 struct Chunks {
     chunks: Vec<Vec<AuditEntry>>,
