@@ -38,28 +38,16 @@ impl AuditEntry {
     /// Serializes the (not yet linked) record.
     pub fn new(record: AuditRecord) -> Self {
         let content = chain::content(&record);
-        let AuditRecord {
-            time_ms,
-            principal,
-            tenant,
-            tool,
-            call_id,
-            outcome,
-            code,
-            ..
-        } = record;
-        AuditEntry {
-            indexed: Indexed {
-                time_ms,
-                principal,
-                tenant,
-                tool,
-                call_id,
-                outcome,
-                code,
-            },
-            content,
-        }
+        let indexed = Indexed {
+            time_ms: record.time_ms,
+            principal: record.principal,
+            tenant: record.tenant,
+            tool: record.tool,
+            call_id: record.call_id,
+            outcome: record.outcome,
+            code: record.code,
+        };
+        AuditEntry { indexed, content }
     }
 
     /// The fields stores index the record by.
