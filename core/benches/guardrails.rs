@@ -15,6 +15,11 @@
 //!   and handed to a sink that drops them; `guarded` adds SQLite storage on top, and
 //!   `guarded_jsonl/1000` JSON Lines storage instead.
 //!
+//! - `guardrails/sink/{sqlite,jsonl}/1000`: the audit sinks alone, no calls: 1,000 entries of
+//!   the record a `guarded` call writes, built beforehand, handed over and flushed. This is the
+//!   storage's own cost per record (chain hash, insert or append, commit), to set beside a
+//!   whole bare call.
+//!
 //! Run with `cargo bench -p tooljig --bench guardrails`; figures go to `BENCHMARKS.md`. For
 //! instruction counts, see `counted` at the end.
 
@@ -276,20 +281,83 @@ fn overhead(c: &mut Criterion) {
         let engine = Arc::new(guarded(l, dir.path()));
         bench_engine(&mut group, &rt, name, &engine, 1_000, &nonce);
     }
+    for kind in ["sqlite", "jsonl"] {
+        let sink = sink(kind, dir.path());
+        group.throughput(Throughput::Elements(1_000));
+        group.bench_function(format!("sink/{kind}/1000"), |b| {
+            b.to_async(&rt).iter_batched(
+                || entries(1_000),
+                |entries| {
+                    let sink = sink.clone();
+                    async move {
+                        sink.record_all(entries);
+                        sink.flush().await.expect("the records are durable");
+                    }
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
     group.finish();
+}
+
+/// An audit sink of the given kind (`sqlite` or `jsonl`) in a fresh file under `dir`.
+fn sink(kind: &str, dir: &std::path::Path) -> Arc<dyn AuditSink> {
+    let path = dir.join(format!("audit-{}.{kind}", uuid::Uuid::new_v4()));
+    match kind {
+        "sqlite" => Arc::new(SqliteAudit::open(path).expect("audit opens")),
+        _ => Arc::new(tooljig::audit::JsonlAudit::open(path).expect("audit opens")),
+    }
+}
+
+/// `n` entries of the record a `guarded` call leaves (593 bytes once linked), each its own.
+fn entries(n: usize) -> Vec<AuditEntry> {
+    (0..n)
+        .map(|i| {
+            let record: AuditRecord = serde_json::from_value(json!({
+                "time_ms": tooljig::audit::record::now_ms(), "principal": "u1", "tenant": "acme",
+                "session": null, "tool": "noop", "call_id": format!("c{i}"),
+                "arguments": {"city": format!("sha256:{}", "6e".repeat(32)), "days": i + 1, "user_id": "u1"},
+                "hidden": [{"parameter": "user_id", "source": "principal", "injected": true, "supplied": "spoof"}],
+                "outcome": "ok", "code": null, "message": null, "detail": null, "output": null,
+                "risk": "low", "effect": "read", "duration_us": 14, "attempts": 1,
+                "cached": false, "replayed": false, "repaired": false, "approval": null
+            }))
+            .expect("a record");
+            AuditEntry::new(record)
+        })
+        .collect()
 }
 
 criterion_group!(benches, overhead);
 
 /// `TOOLJIG_BENCH_COUNT=K` runs K batches of 1,000 calls of the engine `TOOLJIG_BENCH_LAYERS`
 /// names (`bare`, `checks`, `+limit`, `+cache`, `+audit_records`, `guarded`, or
-/// `guarded_jsonl`: every check with a JSON Lines audit log instead of SQLite) and nothing
+/// `guarded_jsonl`: every check with a JSON Lines audit log instead of SQLite), or K chunks of
+/// 1,000 ready entries written to a sink alone (`sink_sqlite`, `sink_jsonl`), and nothing
 /// else: a fixed workload for `valgrind --tool=callgrind`, whose instruction counts do not
 /// move with the machine's load (the difference between two counts, over the calls between
 /// them, is a per-call cost free of setup).
 fn counted(k: usize) {
     let which = std::env::var("TOOLJIG_BENCH_LAYERS").unwrap_or_else(|_| "guarded".into());
     let dir = tempfile::tempdir().expect("a temp dir");
+    if let Some(kind) = which.strip_prefix("sink_") {
+        let sink = sink(kind, dir.path());
+        let chunks: Vec<_> = (0..k).map(|_| entries(1_000)).collect();
+        let rt = runtime();
+        let (started, cpu) = (std::time::Instant::now(), cpu_seconds());
+        for chunk in chunks {
+            sink.record_all(chunk);
+            rt.block_on(sink.flush()).expect("the records are durable");
+        }
+        // The entries were built above: time only their writing.
+        eprintln!(
+            "{k} x 1,000 records stored: {:.3} s wall, {:.2} s CPU",
+            started.elapsed().as_secs_f64(),
+            cpu_seconds() - cpu
+        );
+        return;
+    }
     let (limit, cache, audit) = match which.as_str() {
         "bare" => (false, false, None),
         "checks" => (false, false, None),
@@ -322,6 +390,25 @@ fn counted(k: usize) {
         });
         assert!(out.results.iter().all(|r| r.envelope.is_ok()));
     }
+}
+
+/// CPU seconds (user + system) the process has used, all threads (Linux; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime, fields 14 and 15 of proc(5), in clock ticks of 1/100 s.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn main() {
