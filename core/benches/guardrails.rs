@@ -127,16 +127,7 @@ fn guarded(layers: Layers, dir: &std::path::Path) -> Engine {
             })
         }));
     match layers.audit {
-        Some("sqlite") => {
-            let path = dir.join(format!("audit-{}.db", uuid::Uuid::new_v4()));
-            engine = engine.with_audit(Arc::new(SqliteAudit::open(path).expect("audit opens")));
-        }
-        Some("jsonl") => {
-            let path = dir.join(format!("audit-{}.jsonl", uuid::Uuid::new_v4()));
-            engine = engine.with_audit(Arc::new(
-                tooljig::audit::JsonlAudit::open(path).expect("audit opens"),
-            ));
-        }
+        Some(kind @ ("sqlite" | "jsonl")) => engine = engine.with_audit(sink(kind, dir)),
         Some(_) => engine = engine.with_audit(Arc::new(Discard)),
         None => {}
     }
