@@ -10,7 +10,7 @@ use crate::keys;
 use crate::outcome::OK;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tooljig::{ApprovalPredicate, ApprovalQuery, BoxFuture};
+use tooljig::{ApprovalPredicate, ApprovalQuery, BoxFuture, HostData};
 
 /// Asks the JS layer's approval predicate.
 pub struct JsApprovalPredicate {
@@ -35,7 +35,11 @@ fn needed(value: Value) -> Result<bool, String> {
 }
 
 impl ApprovalPredicate for JsApprovalPredicate {
-    fn requires_approval(&self, query: ApprovalQuery) -> BoxFuture<Result<bool, String>> {
+    fn requires_approval(
+        &self,
+        query: ApprovalQuery,
+        _host: Option<HostData>,
+    ) -> BoxFuture<Result<bool, String>> {
         let caller = serde_json::to_value(&*query.caller).unwrap_or(Value::Null);
         let request = json!({
             "tool": query.tool,

@@ -311,11 +311,11 @@ fn engine_from_options(
                 .map_err(|e| invalid("engine options.schemaResources", e))?,
         ),
     };
-    let mut engine = Engine::with_schema_resources(resources);
+    let mut engine = Engine::new().with_schema_resources(resources);
     if let Some(limits) = options.remove("limits") {
         let limits: Limits =
             serde_json::from_value(limits).map_err(|e| invalid("engine options.limits", e))?;
-        engine = engine.limits(limits);
+        engine = engine.with_limits(limits);
     }
     if let Some(settings) = options.remove("settings").filter(|s| !s.is_null()) {
         let settings: Settings =

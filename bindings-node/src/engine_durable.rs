@@ -41,7 +41,7 @@ pub fn configure(
     match options.remove("state_store") {
         None | Some(Value::Null) => {}
         Some(Value::String(s)) if s == "memory" => {
-            engine = engine.state_store(Arc::new(MemoryStore::new()));
+            engine = engine.with_state_store(Arc::new(MemoryStore::new()));
         }
         Some(Value::Object(o)) if o.len() == 1 && o.get("sqlite").is_some_and(Value::is_string) => {
             let path = o["sqlite"].as_str().unwrap_or_default();
@@ -51,7 +51,7 @@ pub fn configure(
                     format!("cannot open {path:?}: {e}"),
                 )
             })?;
-            engine = engine.state_store(Arc::new(store));
+            engine = engine.with_state_store(Arc::new(store));
         }
         Some(_) => {
             return Err(invalid(
@@ -63,10 +63,11 @@ pub fn configure(
     if let Some(rules) = options.remove("approval_rules").filter(|r| !r.is_null()) {
         let rules: ApprovalRules = serde_json::from_value(rules)
             .map_err(|e| invalid("engine options.approvalRules", e))?;
-        engine = engine.approval_rules(rules);
+        engine = engine.with_approval_rules(rules);
     }
     if options.remove("approval_predicate") == Some(Value::Bool(true)) {
-        engine = engine.approval_predicate(Arc::new(JsApprovalPredicate::new(dispatcher.clone())));
+        engine =
+            engine.with_approval_predicate(Arc::new(JsApprovalPredicate::new(dispatcher.clone())));
     }
     if let Some(ms) = options
         .remove("external_expiry_ms")
@@ -78,7 +79,7 @@ pub fn configure(
                 format!("expected a whole number of milliseconds, got {ms}"),
             )
         })?;
-        engine = engine.external_expiry_ms(ms);
+        engine = engine.with_external_expiry_ms(ms);
     }
     Ok(engine)
 }

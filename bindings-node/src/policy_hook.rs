@@ -10,7 +10,7 @@ use crate::keys;
 use crate::outcome::{OK, to_failure};
 use serde_json::Value;
 use std::sync::Arc;
-use tooljig::{AccessDecision, AccessRequest, BoxFuture, HandlerError, PolicyHook};
+use tooljig::{AccessDecision, AccessRequest, BoxFuture, HandlerError, HostData, PolicyHook};
 
 /// Asks the JS layer's policy hook.
 pub struct JsPolicyHook {
@@ -25,7 +25,11 @@ impl JsPolicyHook {
 }
 
 impl PolicyHook for JsPolicyHook {
-    fn check(&self, request: AccessRequest) -> BoxFuture<Result<AccessDecision, HandlerError>> {
+    fn check(
+        &self,
+        request: AccessRequest,
+        _host: Option<HostData>,
+    ) -> BoxFuture<Result<AccessDecision, HandlerError>> {
         let mut request = keys::rename(
             serde_json::to_value(&request).unwrap_or(Value::Null),
             keys::camel,

@@ -9,7 +9,7 @@ use crate::keys;
 use crate::outcome::{OK, to_failure};
 use serde_json::Value;
 use std::sync::Arc;
-use tooljig::{BoxFuture, HandlerError, Resolution, ResolveRequest, Resolver};
+use tooljig::{BoxFuture, HandlerError, HostData, Resolution, ResolveRequest, Resolver};
 
 /// Asks the JS resolver at an index of the JS layer's resolver table.
 pub struct JsResolver {
@@ -25,7 +25,11 @@ impl JsResolver {
 }
 
 impl Resolver for JsResolver {
-    fn resolve(&self, request: ResolveRequest) -> BoxFuture<Result<Resolution, HandlerError>> {
+    fn resolve(
+        &self,
+        request: ResolveRequest,
+        _host: Option<HostData>,
+    ) -> BoxFuture<Result<Resolution, HandlerError>> {
         let mut request = keys::rename(
             serde_json::to_value(&request).unwrap_or(Value::Null),
             keys::camel,

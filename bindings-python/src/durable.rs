@@ -62,11 +62,7 @@ impl PyApprovalPredicate {
 }
 
 impl ApprovalPredicate for PyApprovalPredicate {
-    fn requires_approval(&self, query: ApprovalQuery) -> BoxFuture<Result<bool, String>> {
-        self.requires_approval_hosted(query, None)
-    }
-
-    fn requires_approval_hosted(
+    fn requires_approval(
         &self,
         query: ApprovalQuery,
         host: Option<HostData>,

@@ -65,12 +65,12 @@ impl PyEngine {
             Some(r) => {
                 let map: HashMap<String, Value> = convert::from_py_as(r)
                     .map_err(|e| error::invalid_input(py, "schema_resources", e))?;
-                Engine::with_schema_resources(SchemaResources::new(map))
+                Engine::new().with_schema_resources(SchemaResources::new(map))
             }
             None => Engine::new(),
         };
         if let Some(limits) = limits.filter(|l| !l.is_none()) {
-            engine = engine.limits(read_limits(py, limits)?);
+            engine = engine.with_limits(read_limits(py, limits)?);
         }
         if let Some(settings) = settings.filter(|s| !s.is_none()) {
             let settings: Settings = convert::from_py_as(settings)
@@ -80,10 +80,10 @@ impl PyEngine {
         if let Some(rules) = approval_rules.filter(|r| !r.is_none()) {
             let rules: ApprovalRules = convert::from_py_as(rules)
                 .map_err(|e| error::invalid_input(py, "approval_rules", e))?;
-            engine = engine.approval_rules(rules);
+            engine = engine.with_approval_rules(rules);
         }
         if let Some(ms) = external_expiry_ms {
-            engine = engine.external_expiry_ms(ms);
+            engine = engine.with_external_expiry_ms(ms);
         }
         if let Some(sink) = audit.filter(|a| !a.is_none()) {
             engine = engine.with_audit(guards::audit_sink(py, sink)?);
@@ -95,11 +95,11 @@ impl PyEngine {
             engine = engine.with_resolver(name, Arc::new(PyResolver::new(resolver, is_async)));
         }
         if let Some(store) = state_store.filter(|s| !s.is_none()) {
-            engine = engine.state_store(durable::state_store(py, store)?);
+            engine = engine.with_state_store(durable::state_store(py, store)?);
         }
         if let Some((predicate, is_async)) = approval_predicate {
-            engine =
-                engine.approval_predicate(Arc::new(PyApprovalPredicate::new(predicate, is_async)));
+            engine = engine
+                .with_approval_predicate(Arc::new(PyApprovalPredicate::new(predicate, is_async)));
         }
         Ok(PyEngine {
             inner: Arc::new(engine),

@@ -59,11 +59,7 @@ impl PyPolicyHook {
 }
 
 impl PolicyHook for PyPolicyHook {
-    fn check(&self, request: AccessRequest) -> BoxFuture<Result<AccessDecision, HandlerError>> {
-        self.check_hosted(request, None)
-    }
-
-    fn check_hosted(
+    fn check(
         &self,
         request: AccessRequest,
         host: Option<HostData>,
@@ -101,11 +97,7 @@ pub fn resolution(value: Value) -> Result<Resolution, HandlerError> {
 }
 
 impl Resolver for PyResolver {
-    fn resolve(&self, request: ResolveRequest) -> BoxFuture<Result<Resolution, HandlerError>> {
-        self.resolve_hosted(request, None)
-    }
-
-    fn resolve_hosted(
+    fn resolve(
         &self,
         request: ResolveRequest,
         host: Option<HostData>,

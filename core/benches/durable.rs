@@ -32,7 +32,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn engine(store: Option<Arc<dyn StateStore>>) -> Engine {
     let mut engine = Engine::new();
     if let Some(s) = store {
-        engine = engine.state_store(s);
+        engine = engine.with_state_store(s);
     }
     let schema =
         json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});

@@ -1,7 +1,7 @@
 //! A call the model proposed, and what became of it.
 
-use crate::approval::ApprovalInfo;
 use crate::envelope::Envelope;
+use crate::policy::Risk;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -116,7 +116,7 @@ pub struct CallResult {
     pub recovered: bool,
     /// Hidden parameters: what was injected, and what the model tried to set (dropped).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub hidden: Vec<crate::hidden::HiddenNote>,
+    pub hidden: Vec<HiddenNote>,
 }
 
 impl CallResult {
@@ -150,4 +150,66 @@ impl CallResult {
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
+}
+
+/// Where an approval request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for a decision.
+    Pending,
+    /// Approved as asked, by a human or by a learned preference.
+    Approved,
+    /// Approved with edited arguments: those, and only those, run.
+    Edited,
+    /// Rejected; the model sees the message.
+    Rejected,
+    /// Nobody decided in time.
+    Expired,
+}
+
+/// The approval side of a call's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalInfo {
+    /// The approval request's id; `None` when a preference allowed the call without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Where it stands.
+    pub status: ApprovalStatus,
+    /// SHA-256 of the canonical arguments the request (and any decision) is bound to.
+    pub arguments_hash: String,
+    /// The tool's risk level.
+    pub risk: Risk,
+    /// Principal who asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
+    /// When the request expires, ms since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<u64>,
+    /// Principal who decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    /// When, ms since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at_ms: Option<u64>,
+    /// Why it ran without a human: the learned preference that allowed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preference_id: Option<String>,
+    /// A human-readable why, for the audit record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What happened to one hidden parameter of one call; goes on the result and the audit record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HiddenNote {
+    /// The hidden parameter.
+    pub parameter: String,
+    /// Where its value came from (see [`crate::HiddenParam::source`]).
+    pub source: String,
+    /// Whether a value was filled in (false when the context had none and the parameter is optional).
+    pub injected: bool,
+    /// What the model tried to set it to; dropped, never used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supplied: Option<Value>,
 }

@@ -1,82 +1,48 @@
 //! Steps 3 to 11 of one call, once its dependencies are done: validate, guard, run with
 //! timeout and retries, check the output.
 //!
-//! The guard steps (hidden arguments, access, rate limits, idempotency and cache, approval,
-//! audit) slot in here, in the order of `ARCHITECTURE.md`, each refusal an envelope.
+//! The guard steps (hidden arguments, access, rate limits, the cache: `guard/`) and the
+//! durable ones (idempotency, approval, client-side calls: `durable/`) slot in here, in the
+//! order of `ARCHITECTURE.md`, each refusal an envelope.
 
-use crate::audit::AuditEntry;
 use crate::call::CallResult;
-use crate::caller::Caller;
+use crate::durable::{self, CallDurable};
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
-use crate::events::{Event, EventSender};
+use crate::events::Event;
+use crate::guard::audit::AuditEntry;
+use crate::guard::{self, Guards};
 use crate::handler::{HandlerError, ToolContext};
+use crate::job::Job;
 use crate::output::check_output;
-use crate::registry::RegisteredTool;
 use crate::schema::arguments_envelope;
 use futures::FutureExt;
 use serde_json::Value;
+use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio_util::sync::CancellationToken;
 
-/// The message a model sees for an unexpected failure; the detail stays on the result.
-pub const UNEXPECTED_MESSAGE: &str =
-    "the tool failed unexpectedly; the details were logged for the app";
-
-/// Everything one call needs to run, handed to its task.
-pub struct Job {
-    /// The call's id.
-    pub id: Arc<str>,
-    /// The tool.
-    pub tool: Arc<RegisteredTool>,
-    /// Arguments with references substituted.
-    pub arguments: Value,
-    /// Whether parsing repaired them.
-    pub repaired: bool,
-    /// The caller.
-    pub caller: Arc<Caller>,
-    /// Cancelled with the batch.
-    pub cancel: CancellationToken,
-    /// When the batch started.
-    pub batch_start: Instant,
-    /// Where events go, if anyone listens.
-    pub events: Option<EventSender>,
-    /// Handed to the handler as [`ToolContext::host`].
-    pub host: Option<crate::handler::HostData>,
-    /// Access, hidden arguments, rate limits, cache (`guards.rs`).
-    pub guards: Arc<crate::guards::Guards>,
-    /// The call's run: state store, idempotency key, a decision taken while suspended.
-    pub durable: crate::durable::CallDurable,
-}
-
-impl Job {
-    fn since_start(&self) -> u64 {
-        self.batch_start.elapsed().as_micros() as u64
-    }
-
-    fn emit(&self, make: impl FnOnce(u64) -> Event) {
-        if let Some(tx) = &self.events {
-            let _ = tx.send(make(self.since_start()));
-        }
-    }
-}
+pub use crate::handler::UNEXPECTED_MESSAGE;
 
 /// Runs one call and builds its audit record where it ran (step 11), when the engine
 /// audits: building every record on the batch's driver made the driver the bottleneck.
-pub async fn run_audited(job: Job) -> (CallResult, Option<AuditEntry>) {
-    if !job.guards.audits() {
-        return (run_job(job).await, None);
+pub async fn run_audited(
+    job: Job,
+    guards: Arc<Guards>,
+    durable: CallDurable,
+) -> (CallResult, Option<AuditEntry>) {
+    if !guards.audits() {
+        return (run_job(job, &guards, &durable).await, None);
     }
-    let (guards, caller, tool) = (job.guards.clone(), job.caller.clone(), job.tool.clone());
-    let result = run_job(job).await;
+    let (caller, tool) = (job.caller.clone(), job.tool.clone());
+    let result = run_job(job, &guards, &durable).await;
     let record = guards.audit_record(&result, &caller, Some(&tool.spec.policy), None);
     (result, record)
 }
 
 /// Runs one call through the rest of its path and returns its result.
-pub async fn run_job(mut job: Job) -> CallResult {
+pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResult {
     let mut result = CallResult::refused(
         job.id.as_ref(),
         job.tool.spec.name.clone(),
@@ -84,9 +50,9 @@ pub async fn run_job(mut job: Job) -> CallResult {
     );
     result.repaired = job.repaired;
 
-    // Step 3: hidden arguments and resolvers (guardrails I) go here, before validation.
-    // Static access (step 5's flags, roles, scopes) runs first: see guards.rs.
-    if crate::guards::admit(&mut job, &mut result).await.is_break() {
+    // Step 3: hidden arguments and resolvers, before validation. Static access (step 5's
+    // flags, roles, scopes) runs first: see guard/mod.rs.
+    if guard::admit(guards, &mut job, &mut result).await.is_break() {
         return result;
     }
 
@@ -100,36 +66,36 @@ pub async fn run_job(mut job: Job) -> CallResult {
         }
     }
 
-    // Step 5: access (enabled flags, roles, scopes, policy hook)      — guardrails I
-    // Step 6: rate limit per tool per principal                        — guardrails I
-    if crate::guards::authorize(&mut job, &mut result)
+    // Step 5: access (the policy hook over the final arguments).
+    // Step 6: rate limit per tool per principal.
+    if guard::authorize(guards, &mut job, &mut result)
         .await
         .is_break()
     {
         return result;
     }
-    // Step 7: idempotency (guardrails II) and read cache (guardrails I)
-    let cache_slot = match crate::guards::cache_lookup(&mut job, &mut result).await {
-        std::ops::ControlFlow::Break(()) => return result,
-        std::ops::ControlFlow::Continue(slot) => slot,
+    // Step 7: the read cache, then idempotency.
+    let cache_slot = match guard::cache_lookup(guards, &mut job, &mut result).await {
+        ControlFlow::Break(()) => return result,
+        ControlFlow::Continue(slot) => slot,
     };
-    // Steps 7 (idempotency) and 8 (approval): see durable.rs.
+    // Steps 7 (idempotency) and 8 (approval): see durable/mod.rs.
     // Boxed: its future is most of a call's state (≈2 KB of ≈3 KB), and every spawn moved it
     // by value; the engine benchmark showed the copies at a fifth of the per-call time.
-    let guarded = Box::pin(crate::durable::before(&mut job, &mut result)).await;
+    let guarded = Box::pin(durable::before(d, &mut job, &mut result)).await;
     if !guarded.proceed {
         result.finished_us = job.since_start();
         result.arguments = Some(job.arguments);
-        crate::durable::after(&job.durable, guarded, &mut result).await;
+        durable::after(d, guarded, &mut result).await;
         return result;
     }
 
     // Step 9: execute, or hand over to whoever runs client-side tools.
     let Some(handler) = job.tool.handler.clone() else {
-        crate::external::park(&job, &mut result).await;
+        durable::external::park(d, &job, &mut result).await;
         result.finished_us = job.since_start();
         result.arguments = Some(job.arguments);
-        crate::durable::after(&job.durable, guarded, &mut result).await;
+        durable::after(d, guarded, &mut result).await;
         return result;
     };
     let policy = &job.tool.spec.policy;
@@ -205,9 +171,10 @@ pub async fn run_job(mut job: Job) -> CallResult {
     result.envelope = envelope;
     result.finished_us = job.since_start();
     result.arguments = Some(job.arguments);
-    crate::durable::after(&job.durable, guarded, &mut result).await;
-    crate::guards::cache_store(&job.guards, cache_slot, &result).await;
-    // Step 11: audit every outcome and register compensations (guardrails I and II).
+    durable::after(d, guarded, &mut result).await;
+    guard::cache_store(guards, cache_slot, &result).await;
+    // Step 11: audit (the caller, `run_audited`, builds the record) and compensations
+    // (the run records completed calls when the batch settles).
     result
 }
 

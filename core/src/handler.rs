@@ -9,6 +9,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// The message a model sees for an unexpected failure of app code (a handler, a hook, a
+/// resolver, a compensation); the detail stays on the result and in the audit record.
+pub const UNEXPECTED_MESSAGE: &str =
+    "the tool failed unexpectedly; the details were logged for the app";
+
 /// A boxed, sendable future, as handlers return them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 

@@ -20,43 +20,42 @@
 //! # fn tokio_test_block<F: std::future::Future>(f: F) { tokio::runtime::Runtime::new().unwrap().block_on(f); }
 //! ```
 
-pub mod access;
-pub mod agent;
-pub mod approval;
-pub mod arguments;
-pub mod audit;
-pub mod cache;
+// The data a call is made of, from the ground up: nothing here imports a step.
+pub mod batch;
 pub mod call;
 pub mod caller;
 pub mod digest;
-pub mod durable;
-pub mod engine;
 pub mod envelope;
 pub mod error_code;
 pub mod events;
-pub mod execute;
-pub mod external;
-pub mod guards;
 pub mod handler;
-pub mod hidden;
-pub mod idempotency;
-pub mod import;
+pub mod policy;
+pub mod spec;
+pub mod tool;
+
+// The path of one call: plan (steps 1–2), then per call the guards, durable steps and
+// execution (steps 3–11), driven by the engine.
+pub mod arguments;
+pub mod durable;
+pub mod engine;
+pub mod execute;
+pub mod guard;
+pub mod job;
 pub mod output;
 pub mod plan;
-pub mod policy;
-pub mod preference;
-pub mod providers;
-pub mod rate_limit;
 pub mod registry;
-pub mod rollback;
-pub mod run;
 pub mod schema;
-pub mod spec;
 mod sqlite_wal;
-pub mod store;
+
+// Beyond one batch: provider formats, streams, the agent loop, importers.
+pub mod agent;
+pub mod import;
+pub mod providers;
 pub mod stream;
-pub mod telemetry;
-pub mod tool;
+
+// Module paths of earlier releases, kept working.
+pub use durable::{approval, external, idempotency, preference, rollback, run, store};
+pub use guard::{access, audit, cache, hidden, rate_limit, telemetry};
 
 pub use access::{AccessDecision, AccessRequest, Effect, PolicyHook, Settings, policy_hook_fn};
 pub use approval::{
@@ -67,10 +66,11 @@ pub use arguments::Limits;
 pub use audit::{
     AuditEntry, AuditQuery, AuditRecord, AuditSink, JsonlAudit, MemoryAudit, Redaction, SqliteAudit,
 };
+pub use batch::{BatchOptions, BatchResult, RollbackEntry, RollbackOutcome, RollbackReport};
 pub use cache::{CachePolicy, CacheScope};
 pub use call::{Call, CallResult, CallStatus};
 pub use caller::Caller;
-pub use engine::{BatchOptions, BatchResult, Engine};
+pub use engine::{AuditSpec, Engine, EngineOptions, OptionsError, StoreSpec};
 pub use envelope::{Envelope, ToolError};
 pub use error_code::ErrorCode;
 pub use events::{Event, EventSender};
@@ -84,7 +84,6 @@ pub use policy::{OversizeOutput, Policy, RetryPolicy, Risk};
 pub use preference::{Preference, Remember};
 pub use rate_limit::{RateLimit, RateLimiter, RateScope};
 pub use registry::{RegistrationError, Registry};
-pub use rollback::{RollbackEntry, RollbackOutcome, RollbackReport};
 pub use run::{RunRecord, RunState, RunStep};
 pub use schema::SchemaResources;
 pub use spec::ToolSpec;

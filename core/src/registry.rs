@@ -86,6 +86,11 @@ impl Registry {
         }
     }
 
+    /// Sets the documents remote `$ref`s resolve against, for tools registered from now on.
+    pub fn set_resources(&mut self, resources: SchemaResources) {
+        self.resources = resources;
+    }
+
     /// Registers a tool, compiling its schemas. Fails on a bad name, a duplicate, or a
     /// schema that does not compile.
     pub fn register(&self, tool: Tool) -> Result<(), RegistrationError> {

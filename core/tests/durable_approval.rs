@@ -17,7 +17,7 @@ struct Fixture {
 fn fixture(rules: ApprovalRules, reviewers: bool, expires_ms: Option<u64>) -> Fixture {
     let sent = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let engine = Engine::new().approval_rules(rules);
+    let engine = Engine::new().with_approval_rules(rules);
     let (s, v) = (sent.clone(), seen.clone());
     let mut policy = Policy::default().risk(Risk::High);
     if reviewers {
@@ -212,7 +212,7 @@ async fn low_risk_is_auto_approved_and_rules_are_per_tool() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_predicate_in_the_apps_language_decides() {
-    let engine = Engine::new().approval_predicate(approval_predicate_fn(|q| async move {
+    let engine = Engine::new().with_approval_predicate(approval_predicate_fn(|q| async move {
         Ok(q.arguments["amount"].as_i64().unwrap_or(0) > 100 && q.caller.roles.is_empty())
     }));
     engine
@@ -236,7 +236,7 @@ async fn a_predicate_in_the_apps_language_decides() {
     assert_eq!(out.get("small").unwrap().status, CallStatus::Done);
     assert_eq!(out.get("big").unwrap().status, CallStatus::PendingApproval);
     // A failing predicate fails closed.
-    let engine = Engine::new().approval_predicate(approval_predicate_fn(|_| async {
+    let engine = Engine::new().with_approval_predicate(approval_predicate_fn(|_| async {
         Err("policy service down".to_string())
     }));
     engine

@@ -4,7 +4,7 @@ use serde_json::json;
 use tooljig::*;
 
 fn engine() -> Engine {
-    let engine = Engine::new().external_expiry_ms(60_000);
+    let engine = Engine::new().with_external_expiry_ms(60_000);
     engine
         .register(
             Tool::external(ToolSpec::new(
@@ -147,7 +147,7 @@ async fn a_client_error_reaches_the_model_and_dependents_do_not_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_submission_is_refused_and_the_call_times_out() {
-    let engine = engine().external_expiry_ms(50);
+    let engine = engine().with_external_expiry_ms(50);
     let out = engine
         .run(
             vec![Call::new("q", "ask_user", json!({"question": "?"}))],

@@ -16,7 +16,7 @@ fn host_of(ctx: &ToolContext) -> String {
 }
 
 fn engine(seen: &Seen) -> Engine {
-    let engine = Engine::new().external_expiry_ms(60_000);
+    let engine = Engine::new().with_external_expiry_ms(60_000);
     engine
         .register(Tool::external(ToolSpec::new(
             "ask_user",

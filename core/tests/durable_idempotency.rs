@@ -26,7 +26,7 @@ fn pay_engine_leased(
     let runs = Arc::new(AtomicUsize::new(0));
     let mut engine = Engine::new();
     if let Some(s) = store {
-        engine = engine.state_store(s);
+        engine = engine.with_state_store(s);
     }
     let counter = runs.clone();
     let mut policy = Policy::default().idempotent(mode);

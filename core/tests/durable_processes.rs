@@ -22,7 +22,7 @@ const MARK: &str = "TOOLJIG-RESULT ";
 /// The app, as every process builds it: same tools, same store file, same audit file.
 fn app(dir: &Path) -> Engine {
     let engine = Engine::new()
-        .state_store(Arc::new(SqliteStore::open(dir.join("state.db")).unwrap()))
+        .with_state_store(Arc::new(SqliteStore::open(dir.join("state.db")).unwrap()))
         .with_audit(Arc::new(SqliteAudit::open(dir.join("audit.db")).unwrap()));
     let effects = dir.join("effects.txt");
     let append = move |args: Value, _ctx: ToolContext| {

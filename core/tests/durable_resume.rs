@@ -8,7 +8,7 @@ use tooljig::store::{Expect, Namespace};
 use tooljig::*;
 
 fn app(store: Arc<dyn StateStore>, runs: Arc<AtomicUsize>) -> Engine {
-    let engine = Engine::new().state_store(store);
+    let engine = Engine::new().with_state_store(store);
     engine
         .register(
             Tool::from_fn(

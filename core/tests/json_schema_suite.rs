@@ -81,7 +81,7 @@ async fn run_draft(
         .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
         .collect();
     files.sort();
-    let engine = Engine::with_schema_resources(resources.clone());
+    let engine = Engine::new().with_schema_resources(resources.clone());
     let mut t = Tally::default();
     let mut n = 0usize;
     for file in &files {

@@ -23,7 +23,6 @@ use super::context::Ctx;
 use super::model::{ModelClient, StreamSender};
 use super::options::{AgentOptions, Mode, ToolProtocol};
 use super::state::AgentState;
-use super::suspension::abandon_pending;
 use crate::caller::Caller;
 use crate::engine::Engine;
 use crate::providers::Message;
@@ -98,7 +97,7 @@ impl Agent {
         mode: Option<Mode>,
     ) -> RunOutcome {
         let start = Instant::now();
-        abandon_pending(state);
+        state.abandon_pending();
         state.turn_steps = 0;
         state.turn_tool_calls = 0;
         state.turn_tokens = 0;
@@ -108,7 +107,7 @@ impl Agent {
             run_id: ctx.state.run_id.clone(),
         });
         let out = self.drive(&mut ctx).await;
-        finish_timing(ctx.state, start);
+        ctx.state.finish_timing(start);
         out.with_counters(ctx.state)
     }
 
@@ -169,8 +168,4 @@ impl Agent {
     pub(crate) fn answering_model(&self) -> &Arc<dyn ModelClient> {
         self.responder.as_ref().unwrap_or(&self.planner)
     }
-}
-
-pub(super) fn finish_timing(state: &mut AgentState, start: Instant) {
-    state.counters.duration_ms += start.elapsed().as_millis() as u64;
 }

@@ -2,9 +2,13 @@
 //! client-side tool can be stored anywhere and resumed later, in another process.
 
 use crate::call::{CallResult, CallStatus};
-use crate::providers::{Message, Usage};
+use crate::envelope::Envelope;
+use crate::error_code::ErrorCode;
+use crate::providers::json_protocol;
+use crate::providers::{Message, ToolResult, Usage};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 /// Why a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,6 +220,55 @@ impl AgentState {
                 _ => None,
             })
             .unwrap_or("")
+    }
+
+    /// A new user turn on a suspended run: the calls still waiting are settled as `cancelled`
+    /// (never run), so the conversation stays valid (every call has its result) and the model
+    /// learns they did not happen. The new message stays last.
+    pub(crate) fn abandon_pending(&mut self) {
+        let Some(batch) = self.suspended.take() else {
+            return;
+        };
+        let mut by_id: HashMap<String, CallResult> = self
+            .held_results
+            .drain(..)
+            .map(|r| (r.call_id.clone(), r))
+            .collect();
+        let results: Vec<CallResult> = batch
+            .call_ids
+            .iter()
+            .filter_map(|id| by_id.remove(id))
+            .map(|mut r| {
+                if r.status != CallStatus::Done {
+                    r.status = CallStatus::Done;
+                    r.envelope = Envelope::error(
+                        ErrorCode::Cancelled,
+                        "the conversation moved on before this call was settled; it was not run",
+                    );
+                }
+                r
+            })
+            .collect();
+        let message = if batch.json_protocol {
+            Message::user(json_protocol::format_results(&results))
+        } else {
+            Message::Tool {
+                results: results.iter().map(ToolResult::from_result).collect(),
+            }
+        };
+        // Before the user's new message, right after the calls it answers.
+        let at = self
+            .messages
+            .iter()
+            .rposition(|m| matches!(m, Message::User { .. }))
+            .filter(|&i| i + 1 == self.messages.len())
+            .unwrap_or(self.messages.len());
+        self.messages.insert(at, message);
+    }
+
+    /// Adds the time since `start` to the run's duration.
+    pub(crate) fn finish_timing(&mut self, start: std::time::Instant) {
+        self.counters.duration_ms += start.elapsed().as_millis() as u64;
     }
 }
 

@@ -7,14 +7,13 @@ use super::context::Ctx;
 use super::model::StreamSender;
 use super::outcome::RunOutcome;
 use super::result_events::emit_result;
-use super::runner::{Agent, finish_timing};
+use super::runner::Agent;
 use super::state::{AgentState, PendingCall, RunStatus, SuspendedBatch};
 use crate::call::{CallResult, CallStatus};
 use crate::caller::Caller;
 use crate::engine::BatchOptions;
-use crate::envelope::{Envelope, ToolError};
-use crate::providers::json_protocol;
-use crate::providers::{FinishReason, Message, ToolResult};
+use crate::envelope::ToolError;
+use crate::providers::FinishReason;
 use crate::stream::StreamEvent;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -110,7 +109,7 @@ impl Agent {
             Some(done) => done,
             None => self.drive(&mut ctx).await,
         };
-        finish_timing(ctx.state, start);
+        ctx.state.finish_timing(start);
         out.with_counters(ctx.state)
     }
 }
@@ -156,48 +155,4 @@ pub(super) fn suspend(
         finish_reason: FinishReason::ToolCalls,
     });
     RunOutcome::of(ctx.state)
-}
-
-/// A new user turn on a suspended run: the calls still waiting are settled as `cancelled`
-/// (never run), so the conversation stays valid (every call has its result) and the model
-/// learns they did not happen. The new message stays last.
-pub(super) fn abandon_pending(state: &mut AgentState) {
-    let Some(batch) = state.suspended.take() else {
-        return;
-    };
-    let mut by_id: HashMap<String, CallResult> = state
-        .held_results
-        .drain(..)
-        .map(|r| (r.call_id.clone(), r))
-        .collect();
-    let results: Vec<CallResult> = batch
-        .call_ids
-        .iter()
-        .filter_map(|id| by_id.remove(id))
-        .map(|mut r| {
-            if r.status != CallStatus::Done {
-                r.status = CallStatus::Done;
-                r.envelope = Envelope::error(
-                    crate::error_code::ErrorCode::Cancelled,
-                    "the conversation moved on before this call was settled; it was not run",
-                );
-            }
-            r
-        })
-        .collect();
-    let message = if batch.json_protocol {
-        Message::user(json_protocol::format_results(&results))
-    } else {
-        Message::Tool {
-            results: results.iter().map(ToolResult::from_result).collect(),
-        }
-    };
-    // Before the user's new message, right after the calls it answers.
-    let at = state
-        .messages
-        .iter()
-        .rposition(|m| matches!(m, Message::User { .. }))
-        .filter(|&i| i + 1 == state.messages.len())
-        .unwrap_or(state.messages.len());
-    state.messages.insert(at, message);
 }

@@ -56,17 +56,17 @@ pub fn configure(
     external_expiry_ms: Option<u64>,
 ) -> Engine {
     if let Some(r) = rules {
-        engine = engine.approval_rules(r.clone());
+        engine = engine.with_approval_rules(r.clone());
     }
     if let Some(p) = predicate {
         let p = p.clone();
-        engine = engine.approval_predicate(approval_predicate_fn(move |q| {
+        engine = engine.with_approval_predicate(approval_predicate_fn(move |q| {
             let needed = p.require.iter().any(|r| r.matches(&q));
             async move { Ok(needed) }
         }));
     }
     if let Some(ms) = external_expiry_ms {
-        engine = engine.external_expiry_ms(ms);
+        engine = engine.with_external_expiry_ms(ms);
     }
     engine
 }

@@ -146,7 +146,7 @@ pub async fn run_vector(v: Vector) -> Vec<String> {
     let mut problems = Vec::new();
     let mut engine = Engine::new();
     if let Some(limits) = &v.engine.limits {
-        engine = engine.limits(limits.to_limits());
+        engine = engine.with_limits(limits.to_limits());
     }
     let invocations = Invocations::default();
     let mut registration = Ok(());

@@ -1,0 +1,123 @@
+//! A batch as the app hands it over and gets it back: its options, and its results (with
+//! the report of an atomic batch's automatic rollback).
+
+use crate::call::CallResult;
+use crate::envelope::Envelope;
+use crate::events::EventSender;
+use crate::handler::HostData;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+/// Options of one batch. The seed's advice (5 calls, 5 s a tool, 15 s in all) is
+/// `max_calls: 5`, a 5 s tool timeout and `deadline_ms: 15000`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BatchOptions {
+    /// Most calls running at once (default 256).
+    pub concurrency: Option<usize>,
+    /// Wall-time budget of the whole batch, in milliseconds.
+    pub deadline_ms: Option<u64>,
+    /// Most calls a batch may hold; later calls are refused with `too_many_calls`.
+    pub max_calls: Option<usize>,
+    /// Cancels the batch when fired: running calls end as `cancelled`.
+    #[serde(skip)]
+    pub cancel: Option<CancellationToken>,
+    /// Receives the batch's events as they happen.
+    #[serde(skip)]
+    pub events: Option<EventSender>,
+    /// Handed to the app code the batch runs (handlers as [`crate::ToolContext::host`], hooks,
+    /// resolvers and predicates as their `host`): a binding's event loop.
+    #[serde(skip)]
+    pub host: Option<HostData>,
+    /// All or nothing: once a call fails, no further call starts, and the calls that
+    /// completed are compensated (see `docs/durable-runs.md`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub atomic: bool,
+}
+
+/// Default of [`BatchOptions::concurrency`].
+pub const DEFAULT_CONCURRENCY: usize = 256;
+
+/// The results of a batch, in call order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchResult {
+    /// One per call, in the order the calls were given.
+    pub results: Vec<CallResult>,
+    /// Wall time of the batch, in µs.
+    pub duration_us: u64,
+    /// The run's id, when it was persisted (it suspended, can be rolled back, or the
+    /// engine has a state store): pass it to `resume` or `rollback`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// What an atomic batch's automatic rollback did, when a call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<RollbackReport>,
+}
+
+impl BatchResult {
+    /// The result of the call with this id.
+    pub fn get(&self, call_id: &str) -> Option<&CallResult> {
+        self.results.iter().find(|r| r.call_id == call_id)
+    }
+
+    /// The envelopes, in call order.
+    pub fn envelopes(&self) -> Vec<&Envelope> {
+        self.results.iter().map(|r| &r.envelope).collect()
+    }
+}
+
+/// What rollback did for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RollbackOutcome {
+    /// Its compensation ran and succeeded.
+    Compensated,
+    /// Its tool has no compensation: the effect stays.
+    NotReversible,
+    /// Its compensation failed (see the envelope); a later rollback tries it again.
+    Failed,
+    /// An earlier rollback already compensated it.
+    AlreadyRolledBack,
+}
+
+/// One call's line in a rollback report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RollbackEntry {
+    /// The call undone (or not).
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// What happened.
+    pub outcome: RollbackOutcome,
+    /// The compensation that ran: a tool name, or `handler`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compensation: Option<String>,
+    /// What the compensation returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
+    /// In words, for people and audit.
+    pub message: String,
+    /// When, ms since the epoch.
+    pub at_ms: u64,
+}
+
+/// What a rollback did, in the order it did it (latest completion first).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RollbackReport {
+    /// The run rolled back.
+    pub run_id: String,
+    /// One entry per completed call considered.
+    pub entries: Vec<RollbackEntry>,
+}
+
+impl RollbackReport {
+    /// Whether every completed call was undone (or had been).
+    pub fn complete(&self) -> bool {
+        self.entries.iter().all(|e| {
+            matches!(
+                e.outcome,
+                RollbackOutcome::Compensated | RollbackOutcome::AlreadyRolledBack
+            )
+        })
+    }
+}

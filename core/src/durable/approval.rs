@@ -1,0 +1,535 @@
+//! Step 8: human approval. A call that needs it does not run; it ends `pending_approval`
+//! with an approval request persisted in the state store, bound to a hash of its exact final
+//! arguments. A decision (approve, reject, edit) names that hash, comes from a caller
+//! allowed to decide, and counts once; the run then resumes (see `run.rs`).
+
+use super::preference::{Preference, Remember};
+use super::store::{Expect, Namespace, StateStore, StoreError, get_as, now_ms, put_as};
+use crate::caller::Caller;
+use crate::digest::hash_value;
+use crate::envelope::{Envelope, ToolError};
+use crate::error_code::ErrorCode;
+use crate::handler::{BoxFuture, HostData};
+use crate::policy::{Policy, Risk};
+use crate::registry::Snapshot;
+use crate::schema::arguments_envelope;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::future::Future;
+use std::sync::Arc;
+
+pub use crate::call::{ApprovalInfo, ApprovalStatus};
+pub use crate::policy::approval::{
+    ApprovalPolicy, ApprovalRequirement, ApprovalRules, DEFAULT_APPROVAL_EXPIRY_MS,
+};
+
+/// What an approval predicate sees.
+#[derive(Debug, Clone)]
+pub struct ApprovalQuery {
+    /// The tool's registered name.
+    pub tool: String,
+    /// The final arguments, as they would run.
+    pub arguments: Value,
+    /// Who asked.
+    pub caller: Arc<Caller>,
+    /// The tool's risk level.
+    pub risk: Risk,
+}
+
+/// The app's own rule for whether a call needs approval, in its own language (bindings
+/// implement it over a callable). An error counts as "needs approval": the rule fails closed.
+pub trait ApprovalPredicate: Send + Sync + 'static {
+    /// Whether this call needs a human decision. `host` is the binding's host, as for
+    /// [`PolicyHook::check`](crate::PolicyHook::check).
+    fn requires_approval(
+        &self,
+        query: ApprovalQuery,
+        host: Option<HostData>,
+    ) -> BoxFuture<Result<bool, String>>;
+}
+
+struct FnPredicate<F>(F);
+
+impl<F, Fut> ApprovalPredicate for FnPredicate<F>
+where
+    F: Fn(ApprovalQuery) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<bool, String>> + Send + 'static,
+{
+    fn requires_approval(
+        &self,
+        query: ApprovalQuery,
+        _host: Option<HostData>,
+    ) -> BoxFuture<Result<bool, String>> {
+        Box::pin((self.0)(query))
+    }
+}
+
+/// An approval predicate from an async closure.
+pub fn approval_predicate_fn<F, Fut>(f: F) -> Arc<dyn ApprovalPredicate>
+where
+    F: Fn(ApprovalQuery) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<bool, String>> + Send + 'static,
+{
+    Arc::new(FnPredicate(f))
+}
+
+/// A recorded decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    /// Principal who decided.
+    pub by: String,
+    /// When, ms since the epoch.
+    pub at_ms: u64,
+    /// The rejection message, if rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// What will run, if approved or edited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_arguments: Option<Value>,
+    /// Hash of `approved_arguments`, checked again before they run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_hash: Option<String>,
+}
+
+/// An approval request as stored: what will run, who asked, and the decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    /// The request's id (random; unguessable).
+    pub id: String,
+    /// The run the call belongs to.
+    pub run_id: String,
+    /// The call's id in its run.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The final arguments, after hidden arguments and resolvers.
+    pub arguments: Value,
+    /// SHA-256 of their canonical form; every decision must name it.
+    pub arguments_hash: String,
+    /// The tool's risk level.
+    pub risk: Risk,
+    /// Who asked.
+    pub requested_by: Caller,
+    /// When, ms since the epoch.
+    pub requested_at_ms: u64,
+    /// When it expires, ms since the epoch.
+    pub expires_at_ms: u64,
+    /// Roles allowed to decide (empty: the principal who asked).
+    pub approver_roles: Vec<String>,
+    /// Where it stands.
+    pub status: ApprovalStatus,
+    /// The decision, once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<DecisionRecord>,
+}
+
+impl ApprovalRecord {
+    /// The approval side of a result for this record.
+    pub fn info(&self) -> ApprovalInfo {
+        ApprovalInfo {
+            id: Some(self.id.clone()),
+            status: self.status,
+            arguments_hash: self.arguments_hash.clone(),
+            risk: self.risk,
+            requested_by: self.requested_by.principal.clone(),
+            expires_at_ms: Some(self.expires_at_ms),
+            decided_by: self.decision.as_ref().map(|d| d.by.clone()),
+            decided_at_ms: self.decision.as_ref().map(|d| d.at_ms),
+            preference_id: None,
+            reason: self.decision.as_ref().and_then(|d| d.message.clone()),
+        }
+    }
+
+    /// The envelope a call ends with when this request is rejected or expired.
+    pub fn refusal(&self) -> Option<Envelope> {
+        match self.status {
+            ApprovalStatus::Rejected => {
+                let message = self
+                    .decision
+                    .as_ref()
+                    .and_then(|d| d.message.clone())
+                    .unwrap_or_else(|| "no reason was given".into());
+                Some(Envelope::Error(
+                    ToolError::new(
+                        ErrorCode::ApprovalRejected,
+                        format!("a reviewer rejected this call: {message}"),
+                    )
+                    .with("approval_id", self.id.clone()),
+                ))
+            }
+            ApprovalStatus::Expired => Some(Envelope::Error(
+                ToolError::new(
+                    ErrorCode::ApprovalExpired,
+                    "nobody approved this call before its approval request expired; it did not run",
+                )
+                .with("approval_id", self.id.clone()),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// A human decision on one approval request. Each names the arguments hash it was made
+/// for; a decision for other arguments is refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Decision {
+    /// Run the call as asked.
+    Approve {
+        /// The hash shown with the request.
+        arguments_hash: String,
+        /// Also allow later calls of this tool for the asking principal without asking.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remember: Option<Remember>,
+    },
+    /// Do not run it; the model sees `message`.
+    Reject {
+        /// The hash shown with the request.
+        arguments_hash: String,
+        /// Why, for the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// Run it with these arguments instead (validated again; exactly these run).
+    Edit {
+        /// The hash shown with the request.
+        arguments_hash: String,
+        /// The arguments that will run.
+        arguments: Value,
+    },
+}
+
+impl Decision {
+    fn hash(&self) -> &str {
+        match self {
+            Decision::Approve { arguments_hash, .. }
+            | Decision::Reject { arguments_hash, .. }
+            | Decision::Edit { arguments_hash, .. } => arguments_hash,
+        }
+    }
+}
+
+/// Whether a call needs approval under the tool's policy and the engine's rules; `host` goes
+/// to the app's predicate. The second value says why, when the predicate failed (closed).
+pub async fn needs_approval(
+    policy: &Policy,
+    rules: &ApprovalRules,
+    predicate: Option<&Arc<dyn ApprovalPredicate>>,
+    query: impl FnOnce() -> ApprovalQuery,
+    host: Option<HostData>,
+) -> (bool, Option<String>) {
+    match policy.approval.required {
+        ApprovalRequirement::Never => (false, None),
+        ApprovalRequirement::Always => (true, None),
+        ApprovalRequirement::Auto => match predicate {
+            Some(p) => match p.requires_approval(query(), host).await {
+                Ok(needed) => (needed, None),
+                Err(e) => (true, Some(format!("the approval predicate failed: {e}"))),
+            },
+            None => (rules.min_risk.is_some_and(|min| policy.risk >= min), None),
+        },
+    }
+}
+
+/// Persists a new approval request for a call.
+pub async fn request(
+    store: &dyn StateStore,
+    policy: &Policy,
+    run_id: &str,
+    call_id: &str,
+    tool: &str,
+    arguments: &Value,
+    caller: &Caller,
+) -> Result<ApprovalRecord, StoreError> {
+    let now = now_ms();
+    let record = ApprovalRecord {
+        id: format!("apr_{}", uuid::Uuid::new_v4().simple()),
+        run_id: run_id.to_string(),
+        call_id: call_id.to_string(),
+        tool: tool.to_string(),
+        arguments: arguments.clone(),
+        arguments_hash: hash_value(arguments),
+        risk: policy.risk,
+        requested_by: caller.clone(),
+        requested_at_ms: now,
+        expires_at_ms: now + policy.approval.expires_ms,
+        approver_roles: policy.approval.approver_roles.clone(),
+        status: ApprovalStatus::Pending,
+        decision: None,
+    };
+    put_as(
+        store,
+        Namespace::Approval,
+        &record.id,
+        Expect::Absent,
+        &record,
+        Some(policy.approval.expires_ms + RETAIN_DECIDED_MS),
+    )
+    .await?
+    .ok_or_else(|| StoreError("a fresh approval id was already taken".into()))?;
+    Ok(record)
+}
+
+/// How long a request is kept after it expires, so a late decision or resume is told why.
+pub const RETAIN_DECIDED_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+
+/// The pending envelope the model sees.
+pub fn pending_envelope(record: &ApprovalRecord) -> Envelope {
+    Envelope::Error(
+        ToolError::new(
+            ErrorCode::PendingApproval,
+            "this call waits for a human to approve it; it has not run yet",
+        )
+        .with("approval_id", record.id.clone()),
+    )
+}
+
+/// Loads a request, marking it expired when its time has passed without a decision.
+pub async fn load(
+    store: &dyn StateStore,
+    id: &str,
+) -> Result<Option<(ApprovalRecord, u64)>, StoreError> {
+    let Some((mut rec, mut version)) =
+        get_as::<ApprovalRecord>(store, Namespace::Approval, id).await?
+    else {
+        return Ok(None);
+    };
+    if rec.status == ApprovalStatus::Pending && now_ms() >= rec.expires_at_ms {
+        rec.status = ApprovalStatus::Expired;
+        match put_as(
+            store,
+            Namespace::Approval,
+            id,
+            Expect::Version(version),
+            &rec,
+            Some(RETAIN_DECIDED_MS),
+        )
+        .await?
+        {
+            Some(v) => version = v,
+            // Someone decided or expired it at the same moment: read what won.
+            None => return Box::pin(load(store, id)).await,
+        }
+    }
+    Ok(Some((rec, version)))
+}
+
+fn refuse(code: ErrorCode, reason: &str, message: impl Into<String>) -> ToolError {
+    ToolError::new(code, message).with("reason", reason)
+}
+
+fn store_refusal(e: StoreError) -> ToolError {
+    refuse(ErrorCode::InternalError, "store_unavailable", e.0)
+}
+
+/// Whether `approver` may decide on `record`.
+fn may_decide(record: &ApprovalRecord, approver: &Caller) -> Result<(), ToolError> {
+    let denied = |why: String| refuse(ErrorCode::PermissionDenied, "not_an_approver", why);
+    let Some(who) = &approver.principal else {
+        return Err(denied(
+            "a decision needs an approver identity (a principal)".into(),
+        ));
+    };
+    if record.requested_by.tenant.is_some() && approver.tenant != record.requested_by.tenant {
+        return Err(denied(format!(
+            "{who} is not in the tenant this request belongs to"
+        )));
+    }
+    if record.approver_roles.is_empty() {
+        if record.requested_by.principal.as_deref() != Some(who.as_str()) {
+            return Err(denied(format!(
+                "only the principal who asked may confirm this call, and {who} did not ask"
+            )));
+        }
+    } else if !approver
+        .roles
+        .iter()
+        .any(|r| record.approver_roles.contains(r))
+    {
+        return Err(denied(format!(
+            "{who} holds none of the roles allowed to decide: {}",
+            record.approver_roles.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Records a human decision on a pending approval request; `tools` are the tools an edit
+/// is checked against. Refused (with a [`ToolError`] whose `reason` detail names why) when
+/// the request is unknown, already decided (a replayed decision), expired, bound to other
+/// arguments than the decision names, decided by a caller not allowed to, or edited into
+/// invalid arguments.
+pub async fn decide(
+    store: &dyn StateStore,
+    tools: &Snapshot,
+    approval_id: &str,
+    decision: Decision,
+    approver: &Caller,
+) -> Result<ApprovalRecord, ToolError> {
+    let Some((mut rec, version)) = load(store, approval_id).await.map_err(store_refusal)? else {
+        return Err(refuse(
+            ErrorCode::NotFound,
+            "unknown_approval",
+            format!("there is no approval request {approval_id:?}"),
+        ));
+    };
+    match rec.status {
+        ApprovalStatus::Pending => {}
+        ApprovalStatus::Expired => {
+            return Err(refuse(
+                ErrorCode::ApprovalExpired,
+                "expired",
+                format!("approval request {approval_id} expired before this decision"),
+            ));
+        }
+        decided => {
+            return Err(refuse(
+                ErrorCode::Conflict,
+                "already_decided",
+                format!(
+                    "approval request {approval_id} was already decided ({decided:?}); a decision counts once"
+                ),
+            ));
+        }
+    }
+    may_decide(&rec, approver)?;
+    if decision.hash() != rec.arguments_hash {
+        return Err(refuse(
+            ErrorCode::Conflict,
+            "arguments_mismatch",
+            "the decision names other arguments than the request holds; show the request again and decide on what it holds",
+        ));
+    }
+    let by = approver.principal.clone().unwrap_or_default();
+    let at_ms = now_ms();
+    let mut remember = None;
+    let (status, record) = match decision {
+        Decision::Approve { remember: wish, .. } => {
+            if wish.is_some() && rec.requested_by.principal.as_deref() != Some(by.as_str()) {
+                return Err(refuse(
+                    ErrorCode::PermissionDenied,
+                    "not_the_requester",
+                    "only the principal who asked can choose to always allow a tool for themself",
+                ));
+            }
+            remember = wish;
+            (
+                ApprovalStatus::Approved,
+                DecisionRecord {
+                    by,
+                    at_ms,
+                    message: None,
+                    approved_arguments: Some(rec.arguments.clone()),
+                    approved_hash: Some(rec.arguments_hash.clone()),
+                },
+            )
+        }
+        Decision::Reject { message, .. } => (
+            ApprovalStatus::Rejected,
+            DecisionRecord {
+                by,
+                at_ms,
+                message,
+                approved_arguments: None,
+                approved_hash: None,
+            },
+        ),
+        Decision::Edit { arguments, .. } => {
+            let Some(tool) = tools.get(&rec.tool) else {
+                return Err(refuse(
+                    ErrorCode::UnknownTool,
+                    "unknown_tool",
+                    format!(
+                        "tool {:?} is not registered here; cannot check the edit",
+                        rec.tool
+                    ),
+                ));
+            };
+            if let Some(refusal) = arguments_envelope(tool.input.check(&arguments)) {
+                let e = match refusal {
+                    Envelope::Error(e) => e,
+                    Envelope::Needs(fields) => ToolError::new(
+                        ErrorCode::InvalidArguments,
+                        format!(
+                            "the edited arguments lack required fields: {}",
+                            fields.join(", ")
+                        ),
+                    ),
+                    Envelope::Ok(_) => ToolError::new(
+                        ErrorCode::InvalidArguments,
+                        "the edited arguments do not match the tool's schema",
+                    ),
+                };
+                return Err(e.with("reason", "invalid_edit"));
+            }
+            let hash = hash_value(&arguments);
+            (
+                ApprovalStatus::Edited,
+                DecisionRecord {
+                    by,
+                    at_ms,
+                    message: None,
+                    approved_arguments: Some(arguments),
+                    approved_hash: Some(hash),
+                },
+            )
+        }
+    };
+    rec.status = status;
+    rec.decision = Some(record);
+    let won = put_as(
+        store,
+        Namespace::Approval,
+        approval_id,
+        Expect::Version(version),
+        &rec,
+        Some(RETAIN_DECIDED_MS),
+    )
+    .await
+    .map_err(store_refusal)?;
+    if won.is_none() {
+        return Err(refuse(
+            ErrorCode::Conflict,
+            "already_decided",
+            format!("approval request {approval_id} was decided by someone else just now"),
+        ));
+    }
+    if let Some(wish) = remember {
+        Preference::create(store, &rec.requested_by, &rec.tool, &rec.arguments, wish)
+            .await
+            .map_err(store_refusal)?;
+    }
+    Ok(rec)
+}
+
+/// One approval request, as stored (expired ones marked so).
+pub async fn get(
+    store: &dyn StateStore,
+    approval_id: &str,
+) -> Result<Option<ApprovalRecord>, ToolError> {
+    load(store, approval_id)
+        .await
+        .map(|r| r.map(|(rec, _)| rec))
+        .map_err(store_refusal)
+}
+
+/// Pending approval requests, oldest first: the approval inbox. `tenant` filters by the
+/// asking caller's tenant.
+pub async fn pending(
+    store: &dyn StateStore,
+    tenant: Option<&str>,
+) -> Result<Vec<ApprovalRecord>, ToolError> {
+    let rows = store
+        .list(Namespace::Approval, "", usize::MAX)
+        .await
+        .map_err(store_refusal)?;
+    let now = now_ms();
+    let mut out: Vec<ApprovalRecord> = rows
+        .into_iter()
+        .filter_map(|(_, v)| serde_json::from_value::<ApprovalRecord>(v.value).ok())
+        .filter(|r| r.status == ApprovalStatus::Pending && r.expires_at_ms > now)
+        .filter(|r| tenant.is_none() || r.requested_by.tenant.as_deref() == tenant)
+        .collect();
+    out.sort_by_key(|r| r.requested_at_ms);
+    Ok(out)
+}

@@ -1,0 +1,233 @@
+//! Client-side tools: a tool registered without a handler is run by someone else. Its calls
+//! end `pending_external`, recorded in the state store with everything the client needs;
+//! [`submit_result`] completes one (validated against the tool's output schema), and
+//! [`Engine::resume`](crate::Engine::resume) carries the run on. A submission for an unknown
+//! call, a second one, or one after the call's expiry is refused, never silently dropped.
+
+use super::CallDurable;
+use super::run_record::run_call_key;
+use super::store::{Expect, Namespace, StateStore, StoreError, get_as, now_ms, put_as};
+use crate::call::{CallResult, CallStatus};
+use crate::envelope::{Envelope, ToolError};
+use crate::error_code::ErrorCode;
+use crate::job::Job;
+use crate::output::check_output;
+use crate::registry::Snapshot;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a client-side call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExternalStatus {
+    /// Waiting for the client's result.
+    Pending,
+    /// The client submitted a result (or an error).
+    Submitted,
+}
+
+/// A client-side call as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExternalCall {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// The call's id in the run.
+    pub call_id: String,
+    /// The tool to run.
+    pub tool: String,
+    /// The final arguments to run it with.
+    pub arguments: Value,
+    /// When it was handed out, ms since the epoch.
+    pub created_at_ms: u64,
+    /// After this, submissions are refused as late, ms since the epoch.
+    pub expires_at_ms: u64,
+    /// Where it stands.
+    pub status: ExternalStatus,
+    /// The submitted outcome, as the model will see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
+    /// When it was submitted, ms since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_at_ms: Option<u64>,
+}
+
+/// How long a record is kept after its expiry, so a late submission is told it is late.
+const RETAIN_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+
+/// Records a call of a handler-less tool as handed to the client and marks the result
+/// `pending_external`.
+pub async fn park(d: &CallDurable, job: &Job, result: &mut CallResult) {
+    let now = now_ms();
+    let rec = ExternalCall {
+        run_id: d.run_id.to_string(),
+        call_id: job.id.to_string(),
+        tool: job.tool.spec.name.clone(),
+        arguments: job.arguments.clone(),
+        created_at_ms: now,
+        expires_at_ms: now + d.shared.external_expiry_ms,
+        status: ExternalStatus::Pending,
+        envelope: None,
+        submitted_at_ms: None,
+    };
+    let key = run_call_key(&d.run_id, &job.id);
+    let ttl = Some(d.shared.external_expiry_ms + RETAIN_MS);
+    match put_as(
+        d.shared.store.as_ref(),
+        Namespace::External,
+        &key,
+        Expect::Absent,
+        &rec,
+        ttl,
+    )
+    .await
+    {
+        Ok(Some(_)) => {
+            result.status = CallStatus::PendingExternal;
+            result.envelope = Envelope::error(
+                ErrorCode::PendingExternal,
+                "this tool runs on the client; its result has not arrived yet",
+            );
+        }
+        Ok(None) => {
+            result.envelope = Envelope::error(
+                ErrorCode::Conflict,
+                "this client-side call was already handed out in this run",
+            );
+        }
+        Err(e) => {
+            result.envelope = Envelope::error(
+                ErrorCode::InternalError,
+                "the state store is unavailable; the client-side call was not handed out",
+            );
+            result.detail = Some(e.0);
+        }
+    }
+}
+
+/// The result of a pending client-side call on resume: the submitted outcome, a timeout
+/// when it expired, or still pending.
+pub async fn settle(
+    store: &dyn StateStore,
+    run_id: &str,
+    mut r: CallResult,
+) -> Result<CallResult, StoreError> {
+    let key = run_call_key(run_id, &r.call_id);
+    match get_as::<ExternalCall>(store, Namespace::External, &key).await? {
+        Some((rec, _)) if rec.status == ExternalStatus::Submitted => {
+            r.status = CallStatus::Done;
+            r.envelope = rec.envelope.unwrap_or(Envelope::Ok(Value::Null));
+        }
+        Some((rec, _)) if rec.expires_at_ms > now_ms() => {}
+        _ => {
+            r.status = CallStatus::Done;
+            r.envelope = Envelope::error(
+                ErrorCode::Timeout,
+                "the client did not submit this call's result before it expired",
+            );
+        }
+    }
+    Ok(r)
+}
+
+fn refuse(code: ErrorCode, reason: &str, message: impl Into<String>) -> ToolError {
+    ToolError::new(code, message).with("reason", reason)
+}
+
+/// Completes a client-side call of a suspended run with the client's outcome: data
+/// (checked against the tool's output schema and size limit) or an error the model will
+/// see. Returns the envelope as stored; [`Engine::resume`](crate::Engine::resume) then
+/// continues the run.
+///
+/// Refused with `not_found` (reason `unknown_call`) when no such call awaits a result,
+/// `conflict` (reason `duplicate` or `late`) when it was already submitted or expired,
+/// and `invalid_output` (reason `invalid_result`) when the data breaks the schema (the
+/// call stays pending; submit a corrected result).
+pub async fn submit_result(
+    store: &dyn StateStore,
+    tools: &Snapshot,
+    run_id: &str,
+    call_id: &str,
+    outcome: Result<Value, ToolError>,
+) -> Result<Envelope, ToolError> {
+    let key = run_call_key(run_id, call_id);
+    let found = get_as::<ExternalCall>(store, Namespace::External, &key)
+        .await
+        .map_err(|e| refuse(ErrorCode::InternalError, "store_unavailable", e.0))?;
+    let Some((mut rec, version)) = found else {
+        return Err(refuse(
+            ErrorCode::NotFound,
+            "unknown_call",
+            format!("no client-side call {call_id:?} of run {run_id:?} awaits a result"),
+        ));
+    };
+    if rec.status == ExternalStatus::Submitted {
+        return Err(refuse(
+            ErrorCode::Conflict,
+            "duplicate",
+            format!("the result of call {call_id:?} was already submitted; a result counts once"),
+        ));
+    }
+    if now_ms() >= rec.expires_at_ms {
+        return Err(refuse(
+            ErrorCode::Conflict,
+            "late",
+            format!("call {call_id:?} expired before its result arrived; it ended as a timeout"),
+        ));
+    }
+    let envelope = match outcome {
+        Ok(data) => match tools.get(&rec.tool) {
+            Some(tool) => match check_output(tool, data) {
+                Envelope::Error(e) if e.code == ErrorCode::InvalidOutput => {
+                    return Err(e.with("reason", "invalid_result"));
+                }
+                checked => checked,
+            },
+            None => {
+                return Err(refuse(
+                    ErrorCode::UnknownTool,
+                    "unknown_tool",
+                    format!(
+                        "tool {:?} is not registered here; cannot check the result",
+                        rec.tool
+                    ),
+                ));
+            }
+        },
+        Err(e) => Envelope::Error(e),
+    };
+    rec.status = ExternalStatus::Submitted;
+    rec.envelope = Some(envelope.clone());
+    rec.submitted_at_ms = Some(now_ms());
+    let won = put_as(
+        store,
+        Namespace::External,
+        &key,
+        Expect::Version(version),
+        &rec,
+        Some(RETAIN_MS),
+    )
+    .await
+    .map_err(|e| refuse(ErrorCode::InternalError, "store_unavailable", e.0))?;
+    if won.is_none() {
+        return Err(refuse(
+            ErrorCode::Conflict,
+            "duplicate",
+            format!("another result for call {call_id:?} arrived at the same moment and counted"),
+        ));
+    }
+    Ok(envelope)
+}
+
+/// The client-side calls of a run that still await a result.
+pub async fn pending(store: &dyn StateStore, run_id: &str) -> Result<Vec<ExternalCall>, ToolError> {
+    let rows = store
+        .list(Namespace::External, &format!("{run_id}/"), usize::MAX)
+        .await
+        .map_err(|e| refuse(ErrorCode::InternalError, "store_unavailable", e.0))?;
+    let now = now_ms();
+    Ok(rows
+        .into_iter()
+        .filter_map(|(_, v)| serde_json::from_value::<ExternalCall>(v.value).ok())
+        .filter(|c| c.status == ExternalStatus::Pending && c.expires_at_ms > now)
+        .collect())
+}

@@ -1,0 +1,315 @@
+//! Step 7 (idempotency half): a call with a side effect runs once per key.
+//!
+//! Before the handler runs, the key is recorded in the state store as in flight, under a
+//! lease; afterwards the envelope is stored with a TTL. A duplicate that arrives while the
+//! first runs waits for it and shares its envelope; one that arrives later gets the stored
+//! envelope replayed. Both are marked `replayed`. The same explicit key with other arguments
+//! is a `conflict`. When the process running the first call dies, its lease expires and the
+//! next duplicate runs the call again, marked `recovered` on its result.
+
+use super::store::{Expect, Namespace, StateStore, StoreError, get_as, now_ms, put_as};
+use crate::call::{CallResult, CallStatus};
+use crate::caller::Caller;
+use crate::digest::hash_value;
+use crate::envelope::{Envelope, ToolError};
+use crate::error_code::ErrorCode;
+use crate::policy::Policy;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+pub use crate::policy::idempotency::{
+    DEFAULT_IDEMPOTENCY_TTL_MS, IdempotencyMode, IdempotencyPolicy, lease_ms,
+};
+
+/// The store key of a call, or `None` when the tool is not idempotent. A `Key`-mode call
+/// without a key is refused.
+pub fn key_for(
+    policy: &Policy,
+    tool: &str,
+    caller: &Caller,
+    arguments: &Value,
+    explicit: Option<&str>,
+) -> Result<Option<String>, ToolError> {
+    if policy.idempotency.mode == IdempotencyMode::Off {
+        return Ok(None);
+    }
+    let scope = json!({"tool": tool, "tenant": caller.tenant, "principal": caller.principal});
+    match policy.idempotency.mode {
+        IdempotencyMode::Off => Ok(None),
+        IdempotencyMode::Arguments => Ok(Some(format!(
+            "args/{}",
+            hash_value(&json!([scope, arguments]))
+        ))),
+        IdempotencyMode::Key => match explicit {
+            Some(k) => Ok(Some(format!("key/{}", hash_value(&json!([scope, k]))))),
+            None => Err(ToolError::new(
+                ErrorCode::InvalidRequest,
+                "this tool runs only with an idempotency key from the app, and the call has none; \
+                 the app must set one",
+            )),
+        },
+    }
+}
+
+/// A stored idempotency record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Record {
+    /// Hash of the canonical arguments, to tell a reuse with other arguments.
+    fingerprint: String,
+    /// Who holds the lease (a random id per claim).
+    owner: String,
+    /// In flight until this time, unless `done`.
+    lease_until_ms: u64,
+    /// The finished call, once there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    done: Option<Finished>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Finished {
+    envelope: Envelope,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+    at_ms: u64,
+}
+
+/// A lease on a key: this call runs, and must [`finish`] it.
+#[derive(Debug)]
+pub struct Claim {
+    key: String,
+    version: u64,
+    owner: String,
+    fingerprint: String,
+    ttl_ms: u64,
+    /// A dead holder's lease was taken over.
+    pub recovered: bool,
+}
+
+/// What step 7 decided.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Run the call under this lease.
+    Run(Claim),
+    /// The call is settled: replayed, shared or refused; `result` says how.
+    Settled,
+}
+
+/// Wakes the duplicates waiting in this process when a key settles; other processes poll.
+#[derive(Default)]
+pub struct Waiters(Mutex<HashMap<String, Arc<Notify>>>);
+
+impl Waiters {
+    fn get(&self, key: &str) -> Arc<Notify> {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(key.to_string()).or_default().clone()
+    }
+
+    fn wake(&self, key: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.remove(key) {
+            n.notify_waiters();
+        }
+    }
+
+    fn forget(&self, key: &str, mine: &Arc<Notify>) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // Only the map and this waiter hold it: nobody else is waiting.
+        if map.get(key).is_some_and(|n| Arc::ptr_eq(n, mine)) && Arc::strong_count(mine) == 2 {
+            map.remove(key);
+        }
+    }
+}
+
+fn store_err(e: StoreError) -> ToolError {
+    ToolError::new(
+        ErrorCode::InternalError,
+        "the state store is unavailable; the call was not run",
+    )
+    .with("store_error", e.0)
+}
+
+fn conflict() -> Envelope {
+    Envelope::Error(
+        ToolError::new(
+            ErrorCode::Conflict,
+            "this idempotency key was already used for a call with other arguments; \
+             use a new key for a different request",
+        )
+        .with("reason", "key_reused"),
+    )
+}
+
+fn replay(result: &mut CallResult, done: Finished) {
+    result.envelope = done.envelope;
+    result.detail = done.detail;
+    result.replayed = true;
+}
+
+/// Looks for a finished record without claiming anything: a replay needs no approval.
+/// Returns `Settled` when the result was filled from the store.
+pub async fn peek(
+    store: &dyn StateStore,
+    key: &str,
+    fingerprint: &str,
+    result: &mut CallResult,
+) -> Result<bool, ToolError> {
+    match get_as::<Record>(store, Namespace::Idempotency, key)
+        .await
+        .map_err(store_err)?
+    {
+        Some((rec, _)) if rec.fingerprint != fingerprint => {
+            result.envelope = conflict();
+            Ok(true)
+        }
+        Some((
+            Record {
+                done: Some(done), ..
+            },
+            _,
+        )) => {
+            replay(result, done);
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Claims `key` for this call, or settles `result` from the call that holds or held it.
+#[allow(clippy::too_many_arguments)] // one call's identity, spelled out rather than bundled
+pub async fn begin(
+    store: &dyn StateStore,
+    waiters: &Waiters,
+    key: &str,
+    fingerprint: &str,
+    lease: u64,
+    ttl_ms: u64,
+    cancel: &CancellationToken,
+    result: &mut CallResult,
+) -> Result<Outcome, ToolError> {
+    let owner = uuid::Uuid::new_v4().to_string();
+    let mut poll = Duration::from_millis(5);
+    loop {
+        let notify = waiters.get(key);
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let current = get_as::<Record>(store, Namespace::Idempotency, key)
+            .await
+            .map_err(store_err)?;
+        let (expect, recovered) = match current {
+            None => (Expect::Absent, false),
+            Some((rec, _)) if rec.fingerprint != fingerprint => {
+                waiters.forget(key, &notify);
+                result.envelope = conflict();
+                return Ok(Outcome::Settled);
+            }
+            Some((
+                Record {
+                    done: Some(done), ..
+                },
+                _,
+            )) => {
+                waiters.forget(key, &notify);
+                replay(result, done);
+                return Ok(Outcome::Settled);
+            }
+            Some((rec, version)) if rec.lease_until_ms <= now_ms() => {
+                (Expect::Version(version), true)
+            }
+            Some((rec, _)) => {
+                // In flight elsewhere: wait for a wake-up, a poll tick, or the lease's end.
+                let until = rec.lease_until_ms.saturating_sub(now_ms()).max(1);
+                let wait = poll.min(Duration::from_millis(until));
+                tokio::select! {
+                    _ = &mut notified => {}
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = cancel.cancelled() => {
+                        waiters.forget(key, &notify);
+                        result.envelope = Envelope::error(
+                            ErrorCode::Cancelled,
+                            "the call was cancelled while an identical call was still running",
+                        );
+                        return Ok(Outcome::Settled);
+                    }
+                }
+                poll = (poll * 2).min(Duration::from_millis(250));
+                waiters.forget(key, &notify);
+                continue;
+            }
+        };
+        let rec = Record {
+            fingerprint: fingerprint.to_string(),
+            owner: owner.clone(),
+            lease_until_ms: now_ms() + lease,
+            done: None,
+        };
+        let won = put_as(
+            store,
+            Namespace::Idempotency,
+            key,
+            expect,
+            &rec,
+            Some(ttl_ms.max(lease)),
+        )
+        .await
+        .map_err(store_err)?;
+        waiters.forget(key, &notify);
+        if let Some(version) = won {
+            return Ok(Outcome::Run(Claim {
+                key: key.to_string(),
+                version,
+                owner,
+                fingerprint: fingerprint.to_string(),
+                ttl_ms,
+                recovered,
+            }));
+        }
+    }
+}
+
+/// Stores the finished call under its key and wakes the duplicates. A retryable failure
+/// releases the key instead, so a retry of the same request runs again.
+pub async fn finish(
+    store: &dyn StateStore,
+    waiters: &Waiters,
+    claim: Claim,
+    result: &CallResult,
+) -> Result<(), StoreError> {
+    // Not run (pending) or worth retrying: free the key rather than pin this outcome.
+    let retryable = matches!(&result.envelope, Envelope::Error(e) if e.retryable)
+        || result.status != CallStatus::Done;
+    let outcome = if retryable {
+        store
+            .delete(Namespace::Idempotency, &claim.key, claim.version)
+            .await
+            .map(|_| ())
+    } else {
+        let rec = Record {
+            fingerprint: claim.fingerprint,
+            owner: claim.owner,
+            lease_until_ms: now_ms(),
+            done: Some(Finished {
+                envelope: result.envelope.clone(),
+                detail: result.detail.clone(),
+                at_ms: now_ms(),
+            }),
+        };
+        put_as(
+            store,
+            Namespace::Idempotency,
+            &claim.key,
+            Expect::Version(claim.version),
+            &rec,
+            Some(claim.ttl_ms),
+        )
+        .await
+        .map(|_| ())
+    };
+    waiters.wake(&claim.key);
+    outcome
+}

@@ -1,0 +1,364 @@
+//! Durable runs: what outlives one batch and one process. Idempotency (step 7), human
+//! approval and learned preferences (step 8), client-side results, runs that suspend and
+//! resume, rollback by compensation, and the state store they all keep their records in.
+//! See `docs/durable-runs.md`.
+//!
+//! This module gathers what an engine holds for them ([`Durable`]), what one call knows of
+//! its run ([`CallDurable`]), and the guard that steps 7 and 8 put around one call
+//! ([`before`], [`after`]); each concept's own logic is in the file named for it.
+
+pub mod approval;
+pub mod external;
+pub mod idempotency;
+pub mod preference;
+pub mod rollback;
+pub mod run;
+pub mod run_record;
+pub mod store;
+
+use crate::call::{ApprovalInfo, ApprovalStatus, CallResult, CallStatus};
+use crate::digest::hash_value;
+use crate::envelope::{Envelope, ToolError};
+use crate::error_code::ErrorCode;
+use crate::handler::Handler;
+use crate::job::Job;
+use crate::policy::ApprovalRules;
+use approval::{ApprovalPredicate, ApprovalQuery, ApprovalRecord};
+use idempotency::{Claim, Outcome, Waiters};
+use preference::Preference;
+use run_record::{RunCallRecord, run_call_key};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use store::{Expect, MemoryStore, Namespace, StateStore, StoreError, get_as, put_as};
+
+/// Default of how long a client-side call waits for its result: 24 hours.
+pub const DEFAULT_EXTERNAL_EXPIRY_MS: u64 = 24 * 60 * 60 * 1000;
+/// Default of how long a run is kept for resume and rollback: 7 days.
+pub const DEFAULT_RUN_TTL_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+
+/// The engine's durable-run settings, grouped: the state store, the approval rules and
+/// predicate, compensation handlers, and the in-process wake-ups of waiting duplicates.
+#[derive(Clone)]
+pub struct Durable {
+    pub(crate) store: Arc<dyn StateStore>,
+    /// Set by [`Engine::with_state_store`](crate::Engine::with_state_store): every batch is
+    /// then persisted as a run.
+    pub(crate) explicit_store: bool,
+    pub(crate) rules: ApprovalRules,
+    pub(crate) predicate: Option<Arc<dyn ApprovalPredicate>>,
+    pub(crate) compensations: Arc<RwLock<HashMap<String, Arc<dyn Handler>>>>,
+    pub(crate) waiters: Arc<Waiters>,
+    pub(crate) external_expiry_ms: u64,
+    pub(crate) run_ttl_ms: u64,
+}
+
+impl Default for Durable {
+    fn default() -> Self {
+        Durable {
+            store: Arc::new(MemoryStore::new()),
+            explicit_store: false,
+            rules: ApprovalRules::default(),
+            predicate: None,
+            compensations: Default::default(),
+            waiters: Default::default(),
+            external_expiry_ms: DEFAULT_EXTERNAL_EXPIRY_MS,
+            run_ttl_ms: DEFAULT_RUN_TTL_MS,
+        }
+    }
+}
+
+impl Durable {
+    /// Registers a handler that undoes calls of `tool`; it receives
+    /// `{"arguments": <the call's arguments>, "result": <its data>}`.
+    pub fn add_compensation(&self, tool: String, handler: Arc<dyn Handler>) {
+        let mut map = self
+            .compensations
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        map.insert(tool, handler);
+    }
+}
+
+/// What one call of a batch knows about its run.
+#[derive(Clone)]
+pub struct CallDurable {
+    pub(crate) shared: Arc<Durable>,
+    pub(crate) run_id: Arc<str>,
+    pub(crate) idempotency_key: Option<String>,
+    /// A decision taken while the run was suspended: run exactly its arguments.
+    pub(crate) approved: Option<Box<ApprovalRecord>>,
+    /// This pass resumes a suspended run: claim the call in the run first.
+    pub(crate) resumed: bool,
+}
+
+impl std::fmt::Debug for CallDurable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallDurable")
+            .field("run_id", &self.run_id)
+            .field("resumed", &self.resumed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the guard holds while a call runs, released by [`after`].
+#[derive(Debug, Default)]
+pub struct Guarded {
+    /// Whether the call runs; when not, the result already says why.
+    pub proceed: bool,
+    idempotency: Option<Claim>,
+    run_call: Option<(String, u64)>,
+}
+
+fn store_failure(result: &mut CallResult, e: StoreError) {
+    result.envelope = Envelope::Error(ToolError::new(
+        ErrorCode::InternalError,
+        "the state store is unavailable; the call was not run",
+    ));
+    result.detail = Some(e.0);
+}
+
+/// Steps 7 and 8 for one call: claim it in a resumed run, replay or join a duplicate, ask
+/// for approval or apply a decision, then claim its idempotency key. When the returned
+/// guard does not `proceed`, the call is settled without running and `result` says why;
+/// either way, hand the guard to [`after`] once the result is final.
+pub async fn before(d: &CallDurable, job: &mut Job, result: &mut CallResult) -> Guarded {
+    let mut guarded = Guarded::default();
+    guarded.proceed = guard(d, job, result, &mut guarded).await;
+    guarded
+}
+
+async fn guard(
+    d: &CallDurable,
+    job: &mut Job,
+    result: &mut CallResult,
+    guarded: &mut Guarded,
+) -> bool {
+    let store = d.shared.store.as_ref();
+    let tool = job.tool.clone();
+    let policy = &tool.spec.policy;
+
+    if d.resumed {
+        let key = run_call_key(&d.run_id, &job.id);
+        let started = RunCallRecord::started();
+        match put_as(
+            store,
+            Namespace::RunCall,
+            &key,
+            Expect::Absent,
+            &started,
+            Some(d.shared.run_ttl_ms),
+        )
+        .await
+        {
+            Ok(Some(v)) => guarded.run_call = Some((key, v)),
+            Ok(None) => {
+                match get_as::<RunCallRecord>(store, Namespace::RunCall, &key).await {
+                    Ok(Some((rec, _))) => rec.settle(result),
+                    Ok(None) => {
+                        store_failure(result, StoreError("the call's run record vanished".into()))
+                    }
+                    Err(e) => store_failure(result, e),
+                }
+                return false;
+            }
+            Err(e) => {
+                store_failure(result, e);
+                return false;
+            }
+        }
+    }
+
+    let caller = job.caller.clone();
+    let key = |args: &serde_json::Value| {
+        idempotency::key_for(
+            policy,
+            &tool.spec.name,
+            &caller,
+            args,
+            d.idempotency_key.as_deref(),
+        )
+    };
+    let first_key = match key(&job.arguments) {
+        Ok(k) => k,
+        Err(e) => {
+            result.envelope = Envelope::Error(e);
+            return false;
+        }
+    };
+    if let Some(k) = &first_key {
+        let fingerprint = hash_value(&job.arguments);
+        match idempotency::peek(store, k, &fingerprint, result).await {
+            Ok(true) => return false,
+            Ok(false) => {}
+            Err(e) => {
+                result.envelope = Envelope::Error(e);
+                return false;
+            }
+        }
+    }
+
+    // Step 8: approval.
+    let mut edited = false;
+    if let Some(rec) = &d.approved {
+        let decision = rec.decision.as_ref();
+        let args = decision.and_then(|x| x.approved_arguments.clone());
+        let hash = decision.and_then(|x| x.approved_hash.clone());
+        match (args, hash) {
+            (Some(args), Some(hash)) if hash_value(&args) == hash => {
+                edited = rec.status == ApprovalStatus::Edited;
+                job.arguments = args;
+                result.approval = Some(Box::new(rec.info()));
+            }
+            _ => {
+                result.envelope = Envelope::error(
+                    ErrorCode::InternalError,
+                    "the approved arguments do not match their recorded hash; the call was not run",
+                );
+                return false;
+            }
+        }
+    } else {
+        let (needed, why) = approval::needs_approval(
+            policy,
+            &d.shared.rules,
+            d.shared.predicate.as_ref(),
+            || ApprovalQuery {
+                tool: tool.spec.name.clone(),
+                arguments: job.arguments.clone(),
+                caller: caller.clone(),
+                risk: policy.risk,
+            },
+            job.host.clone(),
+        )
+        .await;
+        if needed {
+            match Preference::find(store, &caller, &tool.spec.name, &job.arguments).await {
+                Ok(Some(pref)) => {
+                    result.approval = Some(Box::new(ApprovalInfo {
+                        id: None,
+                        status: ApprovalStatus::Approved,
+                        arguments_hash: hash_value(&job.arguments),
+                        risk: policy.risk,
+                        requested_by: caller.principal.clone(),
+                        expires_at_ms: None,
+                        decided_by: Some(pref.principal.clone()),
+                        decided_at_ms: Some(pref.created_at_ms),
+                        reason: Some(format!(
+                            "allowed without asking by {}'s preference {} (always allow {})",
+                            pref.principal, pref.id, pref.tool
+                        )),
+                        preference_id: Some(pref.id),
+                    }));
+                }
+                Ok(None) => {
+                    match approval::request(
+                        store,
+                        policy,
+                        &d.run_id,
+                        &job.id,
+                        &tool.spec.name,
+                        &job.arguments,
+                        &caller,
+                    )
+                    .await
+                    {
+                        Ok(rec) => {
+                            result.status = CallStatus::PendingApproval;
+                            result.envelope = approval::pending_envelope(&rec);
+                            let mut info = rec.info();
+                            info.reason = why;
+                            result.approval = Some(Box::new(info));
+                        }
+                        Err(e) => store_failure(result, e),
+                    }
+                    return false;
+                }
+                Err(e) => {
+                    store_failure(result, e);
+                    return false;
+                }
+            }
+        }
+    }
+
+    // Step 7, second half: claim the key (recomputed when an edit changed the arguments).
+    let final_key = if edited {
+        match key(&job.arguments) {
+            Ok(k) => k,
+            Err(e) => {
+                result.envelope = Envelope::Error(e);
+                return false;
+            }
+        }
+    } else {
+        first_key
+    };
+    if let Some(k) = final_key {
+        let fingerprint = hash_value(&job.arguments);
+        let ttl = policy.idempotency.ttl_ms;
+        match idempotency::begin(
+            store,
+            &d.shared.waiters,
+            &k,
+            &fingerprint,
+            idempotency::lease_ms(policy),
+            ttl,
+            &job.cancel,
+            result,
+        )
+        .await
+        {
+            Ok(Outcome::Run(claim)) => {
+                result.recovered = claim.recovered;
+                guarded.idempotency = Some(claim);
+            }
+            Ok(Outcome::Settled) => return false,
+            Err(e) => {
+                result.envelope = Envelope::Error(e);
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Records what the call came to: its idempotency record, and in a resumed run, its
+/// finished record (or, when it went pending, frees it for a later resume). A store failure here is kept on the result's detail: the call ran.
+pub async fn after(d: &CallDurable, mut guarded: Guarded, result: &mut CallResult) {
+    let store = d.shared.store.as_ref();
+    if let Some(claim) = guarded.idempotency.take() {
+        if let Err(e) = idempotency::finish(store, &d.shared.waiters, claim, result).await {
+            note(result, e);
+        }
+    }
+    if let Some((key, version)) = guarded.run_call.take() {
+        if result.status == CallStatus::Done {
+            let rec = RunCallRecord::finished(result.clone());
+            if let Err(e) = put_as(
+                store,
+                Namespace::RunCall,
+                &key,
+                Expect::Version(version),
+                &rec,
+                Some(d.shared.run_ttl_ms),
+            )
+            .await
+            {
+                note(result, e);
+            }
+        } else {
+            let _ = store.delete(Namespace::RunCall, &key, version).await;
+        }
+    }
+}
+
+fn note(result: &mut CallResult, e: StoreError) {
+    let line = format!(
+        "the state store did not record this call's outcome: {}",
+        e.0
+    );
+    result.detail = Some(match result.detail.take() {
+        Some(d) => format!("{d}\n{line}"),
+        None => line,
+    });
+}

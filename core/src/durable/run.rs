@@ -1,0 +1,397 @@
+//! Suspend and resume. A batch whose calls wait for approvals or client results is a run,
+//! persisted in the state store under an id ([`persist`]). [`Engine::resume`](crate::Engine::resume) continues it in this
+//! process or any other that opens the same store: finished calls keep their stored
+//! results, decided approvals and submitted results settle their calls, and the calls that
+//! waited on them run. A call is never run twice: in a resumed pass each call is claimed in
+//! the store before it starts, and a claim left by a process that died mid-call is reported,
+//! not run again.
+
+use super::approval::{self, ApprovalRecord};
+use super::run_record::{call_step, step};
+use super::store::{Expect, Namespace, StateStore, StoreError, get_as, now_ms, put_as};
+use super::{CallDurable, Durable, external, rollback};
+use crate::batch::{BatchOptions, BatchResult};
+use crate::call::{ApprovalStatus, Call, CallResult, CallStatus};
+use crate::caller::Caller;
+use crate::envelope::{Envelope, ToolError};
+use crate::error_code::ErrorCode;
+use crate::registry::Snapshot;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub use super::run_record::{RunCallRecord, RunLease, RunRecord, RunState, RunStep, run_call_key};
+
+/// What a pass knows beyond its calls: its run, and what earlier passes settled.
+#[derive(Clone)]
+pub(crate) struct Pass {
+    pub shared: Arc<Durable>,
+    pub run_id: Arc<str>,
+    pub resumed: bool,
+    settled: Arc<HashMap<String, CallResult>>,
+    /// Of `settled`, the calls whose outcome is new in this pass (a decision or a client
+    /// result arrived): they are audited and recorded; the rest were already.
+    changed: Arc<std::collections::HashSet<String>>,
+    approved: Arc<HashMap<String, ApprovalRecord>>,
+    keys: Arc<HashMap<String, String>>,
+}
+
+impl Pass {
+    fn new(shared: Arc<Durable>, run_id: Arc<str>, calls: &[Call], resumed: bool) -> Self {
+        let keys = calls
+            .iter()
+            .filter_map(|c| Some((c.id.clone(), c.idempotency_key.clone()?)))
+            .collect();
+        Pass {
+            shared,
+            run_id,
+            resumed,
+            settled: Default::default(),
+            changed: Default::default(),
+            approved: Default::default(),
+            keys: Arc::new(keys),
+        }
+    }
+
+    /// A pass for a new batch.
+    pub fn fresh(durable: &Arc<Durable>, calls: &[Call]) -> Self {
+        let id: Arc<str> = Arc::from(format!("run_{}", uuid::Uuid::new_v4().simple()));
+        Pass::new(durable.clone(), id, calls, false)
+    }
+
+    /// The result an earlier pass settled for this call.
+    pub fn settled(&self, call_id: &str) -> Option<CallResult> {
+        self.settled.get(call_id).cloned()
+    }
+
+    /// Whether the call's result was settled and recorded by an earlier pass, so this pass
+    /// neither audits nor records it again.
+    pub fn carried_over(&self, call_id: &str) -> bool {
+        self.settled.contains_key(call_id) && !self.changed.contains(call_id)
+    }
+
+    /// The durable side of a call about to run.
+    pub fn call(&self, call_id: &str) -> CallDurable {
+        CallDurable {
+            shared: self.shared.clone(),
+            run_id: self.run_id.clone(),
+            idempotency_key: self.keys.get(call_id).cloned(),
+            approved: self.approved.get(call_id).cloned().map(Box::new),
+            resumed: self.resumed,
+        }
+    }
+}
+
+/// Gives every call an id, as planning would, so stored calls and results line up.
+pub(crate) fn number_calls(calls: &mut [Call]) {
+    for (i, call) in calls.iter_mut().enumerate() {
+        if call.id.is_empty() {
+            call.id = format!("call_{i}");
+        }
+    }
+}
+
+fn refusal(code: ErrorCode, reason: &str, message: impl Into<String>) -> ToolError {
+    ToolError::new(code, message).with("reason", reason)
+}
+
+fn store_refusal(e: StoreError) -> ToolError {
+    refusal(ErrorCode::InternalError, "store_unavailable", e.0)
+}
+
+/// Where [`begin_resume`] leaves a run.
+pub(crate) enum Resumed {
+    /// The run had already finished: its stored results.
+    Finished(BatchResult),
+    /// The run is claimed for this pass: drive its calls with `pass`, then [`persist`] with
+    /// `prior`.
+    Claimed {
+        /// The run as stored, lease taken.
+        record: Box<RunRecord>,
+        /// The record's version after the claim.
+        version: u64,
+        /// What earlier passes settled and what was decided since.
+        pass: Pass,
+    },
+}
+
+/// Claims a suspended run for a new pass: refused when the run is unknown (or expired) or
+/// another process is resuming it. Decided approvals and submitted client results are read
+/// here, so the pass knows which calls settle, which run with approved arguments, and which
+/// still wait.
+pub(crate) async fn begin_resume(
+    durable: &Arc<Durable>,
+    run_id: &str,
+) -> Result<Resumed, ToolError> {
+    let store = durable.store.as_ref();
+    let Some((mut record, version)) = get_as::<RunRecord>(store, Namespace::Run, run_id)
+        .await
+        .map_err(store_refusal)?
+    else {
+        return Err(refusal(
+            ErrorCode::NotFound,
+            "unknown_run",
+            format!("there is no run {run_id:?} (or it expired)"),
+        ));
+    };
+    if record.state == RunState::Finished {
+        return Ok(Resumed::Finished(BatchResult {
+            results: record.results,
+            duration_us: 0,
+            run_id: Some(record.id),
+            rollback: None,
+        }));
+    }
+    let now = now_ms();
+    if record.resuming.as_ref().is_some_and(|l| l.until_ms > now) {
+        return Err(refusal(
+            ErrorCode::Conflict,
+            "run_busy",
+            format!("run {run_id} is being resumed by another process right now"),
+        ));
+    }
+    let lease_ms = record.options.deadline_ms.unwrap_or(10 * 60 * 1000) + 60_000;
+    record.resuming = Some(RunLease {
+        owner: uuid::Uuid::new_v4().to_string(),
+        until_ms: now + lease_ms,
+    });
+    record.passes += 1;
+    let pass_no = record.passes;
+    record
+        .steps
+        .push(step(pass_no, "resumed", None, Value::Null));
+    let Some(version) = put_as(
+        store,
+        Namespace::Run,
+        run_id,
+        Expect::Version(version),
+        &record,
+        Some(durable.run_ttl_ms),
+    )
+    .await
+    .map_err(store_refusal)?
+    else {
+        return Err(refusal(
+            ErrorCode::Conflict,
+            "run_busy",
+            format!("run {run_id} changed while resuming it; another process resumed it"),
+        ));
+    };
+
+    let mut settled = HashMap::new();
+    let mut changed = std::collections::HashSet::new();
+    let mut approved = HashMap::new();
+    for r in &record.results {
+        match r.status {
+            CallStatus::Done => {
+                settled.insert(r.call_id.clone(), r.clone());
+            }
+            CallStatus::Waiting => {}
+            CallStatus::PendingApproval => {
+                let id = r.approval.as_ref().and_then(|a| a.id.clone());
+                let found = match &id {
+                    Some(id) => approval::load(store, id).await.map_err(store_refusal)?,
+                    None => None,
+                };
+                match found {
+                    Some((rec, _))
+                        if matches!(
+                            rec.status,
+                            ApprovalStatus::Approved | ApprovalStatus::Edited
+                        ) =>
+                    {
+                        approved.insert(r.call_id.clone(), rec);
+                    }
+                    Some((rec, _)) => {
+                        let mut r = r.clone();
+                        r.approval = Some(Box::new(rec.info()));
+                        if let Some(env) = rec.refusal() {
+                            r.status = CallStatus::Done;
+                            r.envelope = env;
+                            changed.insert(r.call_id.clone());
+                        }
+                        settled.insert(r.call_id.clone(), r);
+                    }
+                    None => {
+                        let mut r = r.clone();
+                        r.status = CallStatus::Done;
+                        r.envelope = Envelope::error(
+                            ErrorCode::ApprovalExpired,
+                            "the approval request of this call is gone (expired); it did not run",
+                        );
+                        changed.insert(r.call_id.clone());
+                        settled.insert(r.call_id.clone(), r);
+                    }
+                }
+            }
+            CallStatus::PendingExternal => {
+                let r = external::settle(store, run_id, r.clone())
+                    .await
+                    .map_err(store_refusal)?;
+                if r.status == CallStatus::Done {
+                    changed.insert(r.call_id.clone());
+                }
+                settled.insert(r.call_id.clone(), r);
+            }
+        }
+    }
+    let pass = Pass {
+        settled: Arc::new(settled),
+        changed: Arc::new(changed),
+        approved: Arc::new(approved),
+        ..Pass::new(durable.clone(), Arc::from(run_id), &record.calls, true)
+    };
+    Ok(Resumed::Claimed {
+        record: Box::new(record),
+        version,
+        pass,
+    })
+}
+
+/// A run as stored: its calls, latest results, steps and compensations.
+pub async fn get(store: &dyn StateStore, run_id: &str) -> Result<Option<RunRecord>, ToolError> {
+    get_as::<RunRecord>(store, Namespace::Run, run_id)
+        .await
+        .map(|r| r.map(|(rec, _)| rec))
+        .map_err(store_refusal)
+}
+
+/// After the first pass of a batch: see [`persist`]. A store failure leaves the results as
+/// they are, without a run id (the run cannot be resumed), and is logged.
+pub(crate) async fn finish_pass(
+    tools: &Snapshot,
+    pass: &Pass,
+    kept: (Vec<Call>, Caller, BatchOptions),
+    out: BatchResult,
+) -> BatchResult {
+    let (calls, caller, options) = kept;
+    let (out, err) = persist(tools, pass, Some((calls, caller)), &options, out, None).await;
+    if let Some(e) = err {
+        tracing::error!(run_id = %pass.run_id, error = %e, "tooljig: the run was not persisted");
+    }
+    out
+}
+
+/// After a pass: roll back an atomic batch that failed, and persist the run when it must
+/// outlive the call (it suspended, may be rolled back, or the app gave a store). `tools` are
+/// the tools the pass ran with (what compensates them).
+pub(crate) async fn persist(
+    tools: &Snapshot,
+    pass: &Pass,
+    fresh: Option<(Vec<Call>, Caller)>,
+    options: &BatchOptions,
+    mut out: BatchResult,
+    prior: Option<(RunRecord, u64)>,
+) -> (BatchResult, Option<ToolError>) {
+    let durable = pass.shared.as_ref();
+    let snapshot = tools;
+    let mut ran: Vec<&CallResult> = out
+        .results
+        .iter()
+        .filter(|r| !pass.carried_over(&r.call_id))
+        .collect();
+    ran.sort_by_key(|r| r.finished_us);
+    let newly_completed: Vec<String> = ran
+        .iter()
+        .filter(|r| r.status == CallStatus::Done && r.envelope.is_ok() && !r.replayed)
+        .map(|r| r.call_id.clone())
+        .collect();
+    // Over the results themselves: looking each id up in `out` was quadratic in the batch.
+    let compensable = ran.iter().any(|r| {
+        r.status == CallStatus::Done
+            && r.envelope.is_ok()
+            && !r.replayed
+            && snapshot
+                .get(&r.tool)
+                .is_some_and(|t| rollback::has_compensation(durable, &t.spec))
+    });
+    let pending = out.results.iter().any(|r| r.status != CallStatus::Done);
+    let failed = out
+        .results
+        .iter()
+        .any(|r| r.status == CallStatus::Done && !r.envelope.is_ok());
+
+    // A run nobody will read again is not built: the record clones every result.
+    if !(durable.explicit_store || pending || compensable || options.atomic || prior.is_some()) {
+        return (out, None);
+    }
+    let (mut record, expect) = match prior {
+        Some((rec, version)) => (rec, Expect::Version(version)),
+        None => {
+            let (calls, caller) = fresh.unwrap_or_default();
+            (
+                RunRecord {
+                    id: pass.run_id.to_string(),
+                    caller,
+                    calls,
+                    options: options.clone(),
+                    results: Vec::new(),
+                    state: RunState::Finished,
+                    completed: Vec::new(),
+                    steps: vec![step(1, "started", None, Value::Null)],
+                    passes: 1,
+                    created_at_ms: now_ms(),
+                    resuming: None,
+                    rollback: Vec::new(),
+                },
+                Expect::Absent,
+            )
+        }
+    };
+    let pass_no = record.passes;
+    for r in &ran {
+        record.steps.push(call_step(pass_no, r));
+    }
+    record.completed.extend(newly_completed);
+    record.results = out.results.clone();
+    record.resuming = None;
+
+    if options.atomic && failed {
+        let report =
+            rollback::compensate(durable, tools, &mut record, None, options.host.clone()).await;
+        out.rollback = Some(report);
+    }
+    record.state = if pending {
+        RunState::Suspended
+    } else {
+        RunState::Finished
+    };
+    record.steps.push(step(
+        pass_no,
+        if pending { "suspended" } else { "finished" },
+        None,
+        Value::Null,
+    ));
+    let keep = durable.explicit_store
+        || pending
+        || compensable
+        || options.atomic
+        || matches!(expect, Expect::Version(_));
+    if keep {
+        let wrote = put_as(
+            durable.store.as_ref(),
+            Namespace::Run,
+            &record.id,
+            expect,
+            &record,
+            Some(durable.run_ttl_ms),
+        )
+        .await;
+        match wrote {
+            Ok(Some(_)) => out.run_id = Some(record.id),
+            Ok(None) => {
+                let e = refusal(
+                    ErrorCode::Conflict,
+                    "run_busy",
+                    format!(
+                        "run {} was changed by another process during this pass",
+                        record.id
+                    ),
+                );
+                return (out, Some(e));
+            }
+            Err(e) => return (out, Some(store_refusal(e))),
+        }
+    }
+    (out, None)
+}

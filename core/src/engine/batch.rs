@@ -1,0 +1,505 @@
+//! The batch driver: plans a batch, then starts each call as soon as its own dependencies
+//! have settled, up to `concurrency` at once, until every call has a result or the deadline
+//! or a cancellation ends it. Each call walks steps 3 to 11 in its own task (`execute.rs`);
+//! the driver settles results, releases dependents, audits, and emits the batch's events.
+
+use super::Engine;
+use crate::batch::{BatchOptions, BatchResult, DEFAULT_CONCURRENCY};
+use crate::call::Call;
+use crate::call::{CallResult, CallStatus};
+use crate::caller::Caller;
+use crate::durable::CallDurable;
+use crate::durable::run::Pass;
+use crate::envelope::Envelope;
+use crate::error_code::ErrorCode;
+use crate::events::{Event, EventSender};
+use crate::execute::run_audited;
+use crate::guard::Guards;
+use crate::guard::audit::AuditEntry;
+use crate::handler::HostData;
+use crate::job::Job;
+use crate::plan::{Entry, Node, Plan, substitute_refs};
+use crate::registry::Snapshot;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Audit records a batch hands to its sink at once: one hand-over (and at most one wake-up
+/// of the sink's writer) per chunk rather than per call.
+const AUDIT_CHUNK: usize = 64;
+
+/// What the driver knows about one call while the batch runs.
+struct Slot {
+    /// A pending call this one waits for (it runs when the run resumes).
+    waiting_for: Option<usize>,
+    id: String,
+    tool: String,
+    repaired: bool,
+    node: Option<Node>,
+    waiting_on: usize,
+    dependents: Vec<usize>,
+    dependency_failed: Option<usize>,
+    result: Option<CallResult>,
+}
+
+pub(crate) struct Batch {
+    slots: Vec<Slot>,
+    ready: VecDeque<usize>,
+    caller: Arc<Caller>,
+    start: Instant,
+    events: Option<EventSender>,
+    cancel: CancellationToken,
+    host: Option<HostData>,
+    deadline: Option<Duration>,
+    concurrency: usize,
+    finished: usize,
+    /// The tools this batch was planned against (policies for the audit records).
+    tools: Snapshot,
+    guards: Arc<Guards>,
+    /// The model's arguments per call, kept only when auditing, for calls refused unparsed.
+    raw_arguments: Vec<Value>,
+    /// Audit records not yet handed to the sink: they go over in chunks, not one by one.
+    audit_out: Vec<AuditEntry>,
+    /// The run this pass belongs to and what earlier passes settled.
+    pass: Pass,
+    atomic: bool,
+    /// In an atomic batch, the first call that failed: nothing starts after it.
+    atomic_failed: Option<usize>,
+}
+
+impl Batch {
+    pub(crate) fn new(
+        engine: &Engine,
+        calls: Vec<Call>,
+        caller: Caller,
+        options: BatchOptions,
+        pass: Pass,
+    ) -> Batch {
+        let start = Instant::now();
+        let tools = engine.registry.snapshot();
+        let raw_arguments = if engine.guards.audits() {
+            calls.iter().map(|c| c.arguments.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        let plan = {
+            let visible = engine.visible_to(&caller);
+            Plan::build(calls, &tools, &engine.limits, options.max_calls, &visible)
+        };
+        let mut slots: Vec<Slot> = plan
+            .entries
+            .into_iter()
+            .map(|e| match e {
+                Entry::Ready(node) => Slot {
+                    waiting_for: None,
+                    id: node.id.to_string(),
+                    tool: node.tool.spec.name.clone(),
+                    repaired: node.repaired,
+                    waiting_on: node.deps.len(),
+                    node: Some(node),
+                    dependents: vec![],
+                    dependency_failed: None,
+                    result: None,
+                },
+                Entry::Refused(r) => Slot {
+                    waiting_for: None,
+                    id: r.call_id.clone(),
+                    tool: r.tool.clone(),
+                    repaired: r.repaired,
+                    node: None,
+                    waiting_on: 0,
+                    dependents: vec![],
+                    dependency_failed: None,
+                    result: Some(*r),
+                },
+            })
+            .collect();
+        // A resumed run: calls settled in earlier passes keep their results.
+        for slot in slots.iter_mut() {
+            if let Some(r) = pass.settled(&slot.id) {
+                slot.node = None;
+                slot.waiting_on = 0;
+                slot.result = Some(r);
+            }
+        }
+        for i in 0..slots.len() {
+            let deps = slots[i]
+                .node
+                .as_ref()
+                .map(|n| n.deps.clone())
+                .unwrap_or_default();
+            for d in deps {
+                slots[d].dependents.push(i);
+            }
+        }
+        let mut batch = Batch {
+            slots,
+            ready: VecDeque::new(),
+            caller: Arc::new(caller),
+            start,
+            events: options.events,
+            host: options.host,
+            cancel: options.cancel.unwrap_or_default(),
+            deadline: options.deadline_ms.map(Duration::from_millis),
+            concurrency: options.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
+            finished: 0,
+            tools,
+            guards: engine.guards.clone(),
+            raw_arguments,
+            audit_out: Vec::new(),
+            pass,
+            atomic: options.atomic,
+            atomic_failed: None,
+        };
+        batch.emit(|at_us| Event::BatchStarted {
+            at_us,
+            calls: batch.slots.len(),
+        });
+        if batch.events.is_some() {
+            for i in 0..batch.slots.len() {
+                if let Some(n) = &batch.slots[i].node {
+                    let depends_on = n.deps.iter().map(|&d| batch.call_id(d)).collect();
+                    let (call_id, tool) = (n.id.to_string(), n.tool.spec.name.clone());
+                    batch.emit(|at_us| Event::CallPlanned {
+                        at_us,
+                        call_id,
+                        tool,
+                        depends_on,
+                    });
+                }
+            }
+        }
+        // Ready first, then settle the refusals: settling pushes the calls it releases.
+        let refused: Vec<usize> = (0..batch.slots.len())
+            .filter(|&i| batch.slots[i].result.is_some())
+            .collect();
+        batch.ready = (0..batch.slots.len())
+            .filter(|&i| batch.slots[i].node.is_some() && batch.slots[i].waiting_on == 0)
+            .collect();
+        for i in refused {
+            batch.settle(i);
+        }
+        batch
+    }
+
+    fn call_id(&self, i: usize) -> String {
+        self.slots[i].id.clone()
+    }
+
+    fn emit(&self, make: impl FnOnce(u64) -> Event) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(make(self.start.elapsed().as_micros() as u64));
+        }
+    }
+
+    /// Records a call the driver finished itself (a refusal, a call left waiting or unrun)
+    /// and releases the calls waiting on it.
+    fn settle(&mut self, i: usize) {
+        // Step 11: every result passes here or through `settle_ran`, planning refusals
+        // included. A resumed run's calls settled in earlier passes were audited then.
+        if let Some(r) = self.slots[i]
+            .result
+            .as_ref()
+            .filter(|r| !self.pass.carried_over(&r.call_id))
+        {
+            let policy = self.tools.get(&r.tool).map(|t| &t.spec.policy);
+            self.guards.count(r);
+            let record =
+                self.guards
+                    .audit_record(r, &self.caller, policy, self.raw_arguments.get(i));
+            self.audit(record);
+        }
+        self.release(i);
+    }
+
+    /// Records a call that ran in its own task, which built its audit record there.
+    fn settle_ran(&mut self, i: usize, result: CallResult, record: Option<AuditEntry>) {
+        self.guards.count(&result);
+        self.slots[i].result = Some(result);
+        self.audit(record);
+        self.release(i);
+    }
+
+    /// Keeps a record for the sink, handing the kept ones over once there are enough.
+    fn audit(&mut self, record: Option<AuditEntry>) {
+        if let Some(r) = record {
+            if self.audit_out.capacity() == 0 {
+                self.audit_out.reserve_exact(AUDIT_CHUNK);
+            }
+            self.audit_out.push(r);
+            if self.audit_out.len() >= AUDIT_CHUNK {
+                self.guards.hand_over(std::mem::take(&mut self.audit_out));
+            }
+        }
+    }
+
+    /// Releases the calls waiting on a settled call.
+    fn release(&mut self, i: usize) {
+        self.finished += 1;
+        let failed = !self.slots[i]
+            .result
+            .as_ref()
+            .is_some_and(|r| r.envelope.is_ok());
+        // A pending call has not failed: the calls after it wait for the run's resume.
+        let pending = self.slots[i]
+            .result
+            .as_ref()
+            .is_some_and(|r| r.status != CallStatus::Done);
+        if self.atomic && failed && !pending && self.atomic_failed.is_none() {
+            self.atomic_failed = Some(i);
+        }
+        if let (Some(r), Some(tx)) = (&self.slots[i].result, &self.events) {
+            let _ = tx.send(Event::CallFinished {
+                at_us: self.start.elapsed().as_micros() as u64,
+                result: r.clone(),
+            });
+        }
+        for d in std::mem::take(&mut self.slots[i].dependents) {
+            let slot = &mut self.slots[d];
+            let hard = slot
+                .node
+                .as_ref()
+                .is_some_and(|n| n.order_only.binary_search(&i).is_err());
+            if pending {
+                slot.waiting_for.get_or_insert(i);
+            } else if failed && hard && slot.dependency_failed.is_none() {
+                slot.dependency_failed = Some(i);
+            }
+            slot.waiting_on -= 1;
+            if slot.waiting_on == 0 && slot.result.is_none() {
+                self.ready.push_back(d);
+            }
+        }
+    }
+
+    fn finish_unrun(&mut self, i: usize, code: ErrorCode, message: String) {
+        let slot = &mut self.slots[i];
+        slot.node = None;
+        let mut r = CallResult::refused(
+            slot.id.clone(),
+            slot.tool.clone(),
+            Envelope::error(code, message),
+        );
+        r.repaired = slot.repaired;
+        r.finished_us = self.start.elapsed().as_micros() as u64;
+        self.slots[i].result = Some(r);
+        self.settle(i);
+    }
+
+    /// Leaves a call unstarted until the pending call it depends on is settled.
+    fn finish_waiting(&mut self, i: usize, blocker: usize) {
+        let (code, why) = match self.slots[blocker].result.as_ref().map(|r| r.status) {
+            Some(CallStatus::PendingExternal) => {
+                (ErrorCode::PendingExternal, "waits for a client's result")
+            }
+            Some(CallStatus::PendingApproval) => {
+                (ErrorCode::PendingApproval, "waits for a human decision")
+            }
+            _ => (
+                self.slots[blocker]
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.envelope.code())
+                    .unwrap_or(ErrorCode::PendingApproval),
+                "waits in turn for a pending call",
+            ),
+        };
+        let message = format!(
+            "not run yet: it depends on call {:?}, which {why}; it runs when the run is resumed",
+            self.call_id(blocker)
+        );
+        let slot = &mut self.slots[i];
+        slot.node = None;
+        let mut r = CallResult::refused(
+            slot.id.clone(),
+            slot.tool.clone(),
+            Envelope::error(code, message),
+        );
+        r.status = CallStatus::Waiting;
+        r.repaired = slot.repaired;
+        r.finished_us = self.start.elapsed().as_micros() as u64;
+        self.slots[i].result = Some(r);
+        self.settle(i);
+    }
+
+    /// Turns a ready call into a job (with its run's durable side), or refuses it when a
+    /// dependency let it down.
+    fn prepare(&mut self, i: usize) -> Option<(Job, CallDurable)> {
+        if let Some(blocker) = self.slots[i].waiting_for {
+            self.finish_waiting(i, blocker);
+            return None;
+        }
+        if let Some(failed) = self.atomic_failed {
+            let msg = format!(
+                "the call was not run: call {:?} of this atomic batch failed, so the batch is rolled back",
+                self.call_id(failed)
+            );
+            self.finish_unrun(i, ErrorCode::Cancelled, msg);
+            return None;
+        }
+        if let Some(dep) = self.slots[i].dependency_failed {
+            let run_anyway = self.slots[i]
+                .node
+                .as_ref()
+                .is_some_and(|n| n.run_if_dependency_failed);
+            if !run_anyway {
+                let msg = format!(
+                    "the call was not run because call {:?} did not succeed",
+                    self.call_id(dep)
+                );
+                self.finish_unrun(i, ErrorCode::DependencyFailed, msg);
+                return None;
+            }
+        }
+        let mut node = self.slots[i].node.take()?;
+        if node.has_refs {
+            let slots = &self.slots;
+            let ids: std::collections::HashMap<&str, usize> = node
+                .deps
+                .iter()
+                .filter_map(|&d| slots[d].result.as_ref().map(|r| (r.call_id.as_str(), d)))
+                .collect();
+            let lookup = |id: &str| -> Option<Value> {
+                ids.get(id)
+                    .and_then(|&d| slots[d].result.as_ref()?.envelope.data().cloned())
+            };
+            if let Err(why) = substitute_refs(&mut node.arguments, &lookup) {
+                self.slots[i].node = Some(node);
+                self.finish_unrun(
+                    i,
+                    ErrorCode::DependencyFailed,
+                    format!("the call was not run: {why}"),
+                );
+                return None;
+            }
+        }
+        let durable = self.pass.call(&node.id);
+        let job = Job {
+            id: node.id,
+            tool: node.tool,
+            arguments: node.arguments,
+            repaired: node.repaired,
+            caller: self.caller.clone(),
+            // The batch's own token: nothing cancels one job alone, and a child per job
+            // cost an allocation and two locks of the batch token per call.
+            cancel: self.cancel.clone(),
+            batch_start: self.start,
+            events: self.events.clone(),
+            host: self.host.clone(),
+        };
+        Some((job, durable))
+    }
+
+    pub(crate) async fn drive(mut self) -> BatchResult {
+        let total = self.slots.len();
+        let mut running: JoinSet<(usize, CallResult, Option<AuditEntry>)> = JoinSet::new();
+        let mut in_flight = vec![false; total];
+        // One cancellation waiter and one deadline timer for the whole batch, not one of
+        // each per finished call: with thousands of calls they showed in the profile.
+        let cancel = self.cancel.clone();
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
+        let deadline = self
+            .deadline
+            .map(|d| tokio::time::Instant::from_std(self.start) + d);
+        let expired = async move {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(expired);
+        let ended = loop {
+            while running.len() < self.concurrency {
+                let Some(i) = self.ready.pop_front() else {
+                    break;
+                };
+                if let Some((job, durable)) = self.prepare(i) {
+                    in_flight[i] = true;
+                    let guards = self.guards.clone();
+                    running.spawn(async move {
+                        // Boxed: the call's future is over 2 KB, and the task is moved several
+                        // times on its way into the runtime; a pointer moves for less.
+                        let (result, record) = Box::pin(run_audited(job, guards, durable)).await;
+                        (i, result, record)
+                    });
+                }
+            }
+            if self.finished == total {
+                break None;
+            }
+            // A result that is ready is settled at once, and wins over a deadline that has
+            // just passed. Only when none is ready does the driver wait; it first hands the
+            // sink the audit records it holds, so that no record of a call that ran waits in
+            // this buffer for calls still running (a crash meanwhile would lose it).
+            let joined = match running.try_join_next() {
+                Some(j) => Ok(Some(j)),
+                None => {
+                    self.guards.hand_over(std::mem::take(&mut self.audit_out));
+                    tokio::select! {
+                        biased;
+                        _ = &mut cancelled => Err(ErrorCode::Cancelled),
+                        j = running.join_next() => Ok(j),
+                        _ = &mut expired => Err(ErrorCode::DeadlineExceeded),
+                    }
+                }
+            };
+            match joined {
+                Ok(Some(Ok((i, result, record)))) => {
+                    in_flight[i] = false;
+                    self.settle_ran(i, result, record);
+                }
+                // Tasks catch handler panics themselves; a join error means the task was
+                // aborted, which only this loop does after it has stopped.
+                Ok(Some(Err(_))) => {}
+                // Nothing runs and nothing is ready, yet calls remain: they wait on each
+                // other. Planning refuses cycles first; this keeps a missed one from spinning.
+                Ok(None) if self.ready.is_empty() => break Some(ErrorCode::DependencyCycle),
+                Ok(None) => {}
+                Err(code) => break Some(code),
+            }
+        };
+        if let Some(code) = ended {
+            self.cancel.cancel();
+            running.abort_all();
+            let message = match code {
+                ErrorCode::Cancelled => {
+                    "the batch was cancelled before this call finished".to_string()
+                }
+                ErrorCode::DependencyCycle => {
+                    "the call was not run: it waits on calls that wait on it".to_string()
+                }
+                _ => format!(
+                    "the batch deadline of {} ms passed before this call finished",
+                    self.deadline.unwrap_or_default().as_millis()
+                ),
+            };
+            // Calls still running, then everything that never started, in call order.
+            for i in (0..total).filter(|&i| in_flight[i]) {
+                self.finish_unrun(i, code, message.clone());
+            }
+            for i in 0..total {
+                if self.slots[i].result.is_none() {
+                    self.finish_unrun(i, code, message.clone());
+                }
+            }
+        }
+        self.guards.hand_over(std::mem::take(&mut self.audit_out));
+        let duration_us = self.start.elapsed().as_micros() as u64;
+        self.emit(|at_us| Event::BatchFinished { at_us, duration_us });
+        let results = self
+            .slots
+            .into_iter()
+            .map(|s| s.result.expect("every call settles before the batch ends"))
+            .collect();
+        BatchResult {
+            results,
+            duration_us,
+            run_id: None,
+            rollback: None,
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! The durable runs' side of an engine the app talks to (docs/durable-runs.md): decisions on
+//! approvals, learned preferences, client-side results, resuming and rolling back runs. Each
+//! method hands its `durable/` function the store and the tools it needs.
+
+use super::Engine;
+use super::batch::Batch;
+use crate::batch::{BatchOptions, BatchResult, RollbackReport};
+use crate::caller::Caller;
+use crate::durable::approval::{self, ApprovalRecord, Decision};
+use crate::durable::external::{self, ExternalCall};
+use crate::durable::preference::{self, Preference};
+use crate::durable::rollback;
+use crate::durable::run::{self, Resumed, RunRecord};
+use crate::durable::store::StateStore;
+use crate::envelope::{Envelope, ToolError};
+use crate::handler::{Handler, HostData};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+impl Engine {
+    /// The state store.
+    pub fn store(&self) -> &Arc<dyn StateStore> {
+        &self.durable.store
+    }
+
+    /// Records a human decision on a pending approval request. Refused (with a
+    /// [`ToolError`] whose `reason` detail names why) when the request is unknown, already
+    /// decided (a replayed decision), expired, bound to other arguments than the decision
+    /// names, decided by a caller not allowed to, or edited into invalid arguments.
+    /// Continue the run with [`Engine::resume`].
+    pub async fn decide(
+        &self,
+        approval_id: &str,
+        decision: Decision,
+        approver: &Caller,
+    ) -> Result<ApprovalRecord, ToolError> {
+        let tools = self.registry.snapshot();
+        approval::decide(
+            self.durable.store.as_ref(),
+            &tools,
+            approval_id,
+            decision,
+            approver,
+        )
+        .await
+    }
+
+    /// One approval request, as stored (expired ones marked so).
+    pub async fn approval(&self, approval_id: &str) -> Result<Option<ApprovalRecord>, ToolError> {
+        approval::get(self.durable.store.as_ref(), approval_id).await
+    }
+
+    /// Pending approval requests, oldest first: the approval inbox. `tenant` filters by the
+    /// asking caller's tenant.
+    pub async fn pending_approvals(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<Vec<ApprovalRecord>, ToolError> {
+        approval::pending(self.durable.store.as_ref(), tenant).await
+    }
+
+    /// Lets `caller` run `tool` without approval from now on, for calls whose top-level
+    /// arguments equal `values` (empty: every call).
+    pub async fn allow_always(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        values: Map<String, Value>,
+    ) -> Result<Preference, ToolError> {
+        preference::allow_always(self.durable.store.as_ref(), caller, tool, values).await
+    }
+
+    /// `caller`'s preferences, every tool.
+    pub async fn preferences(&self, caller: &Caller) -> Result<Vec<Preference>, ToolError> {
+        preference::list(self.durable.store.as_ref(), caller).await
+    }
+
+    /// Revokes one of `caller`'s preferences; `false` when it has none with that id.
+    pub async fn revoke_preference(&self, caller: &Caller, id: &str) -> Result<bool, ToolError> {
+        preference::revoke(self.durable.store.as_ref(), caller, id).await
+    }
+
+    /// Completes a client-side call of a suspended run with the client's outcome: data
+    /// (checked against the tool's output schema and size limit) or an error the model will
+    /// see. Returns the envelope as stored; [`Engine::resume`] then continues the run.
+    ///
+    /// Refused with `not_found` (reason `unknown_call`) when no such call awaits a result,
+    /// `conflict` (reason `duplicate` or `late`) when it was already submitted or expired,
+    /// and `invalid_output` (reason `invalid_result`) when the data breaks the schema (the
+    /// call stays pending; submit a corrected result).
+    pub async fn submit_result(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        outcome: Result<Value, ToolError>,
+    ) -> Result<Envelope, ToolError> {
+        let tools = self.registry.snapshot();
+        external::submit_result(
+            self.durable.store.as_ref(),
+            &tools,
+            run_id,
+            call_id,
+            outcome,
+        )
+        .await
+    }
+
+    /// The client-side calls of a run that still await a result.
+    pub async fn pending_external(&self, run_id: &str) -> Result<Vec<ExternalCall>, ToolError> {
+        external::pending(self.durable.store.as_ref(), run_id).await
+    }
+
+    /// Continues a suspended run: calls whose approval was decided or whose client result
+    /// was submitted settle, approved calls run with exactly the approved arguments, and
+    /// calls that waited on them run. Finished calls are never run again. Returns every
+    /// call's result; the run stays suspended while any call still waits.
+    ///
+    /// Refused when the run is unknown (or expired), or another process is resuming it.
+    pub async fn resume(&self, run_id: &str) -> Result<BatchResult, ToolError> {
+        self.resume_with(run_id, BatchOptions::default()).await
+    }
+
+    /// [`Engine::resume`] with the live options of this pass: `cancel`, `events` and `host`
+    /// (a binding's event loop, for its handlers and compensations). The run's stored
+    /// options (concurrency, deadline, atomic) still apply; the others given here are ignored.
+    pub async fn resume_with(
+        &self,
+        run_id: &str,
+        live: BatchOptions,
+    ) -> Result<BatchResult, ToolError> {
+        let (record, version, pass) = match run::begin_resume(&self.durable, run_id).await? {
+            Resumed::Finished(out) => return Ok(out),
+            Resumed::Claimed {
+                record,
+                version,
+                pass,
+            } => (*record, version, pass),
+        };
+        let mut options = record.options.clone();
+        options.cancel = live.cancel;
+        options.events = live.events;
+        options.host = live.host;
+        let out = Batch::new(
+            self,
+            record.calls.clone(),
+            record.caller.clone(),
+            options.clone(),
+            pass.clone(),
+        )
+        .drive()
+        .await;
+        let tools = self.registry.snapshot();
+        let prior = Some((record, version));
+        let (out, refused) = run::persist(&tools, &pass, None, &options, out, prior).await;
+        self.guards.flush().await;
+        match refused {
+            None => Ok(out),
+            Some(e) => Err(e),
+        }
+    }
+
+    /// A run as stored: its calls, latest results, steps and compensations.
+    pub async fn run_record(&self, run_id: &str) -> Result<Option<RunRecord>, ToolError> {
+        run::get(self.durable.store.as_ref(), run_id).await
+    }
+
+    /// Registers a handler that undoes calls of `tool`; it receives
+    /// `{"arguments": <the call's arguments>, "result": <its data>}`.
+    pub fn compensate_with(&self, tool: impl Into<String>, handler: Arc<dyn Handler>) {
+        self.durable.add_compensation(tool.into(), handler);
+    }
+
+    /// Undoes the completed calls of a run (or only `call_id`), latest first, and records
+    /// what it did in the run. Refused when the run is unknown or the call did not complete
+    /// in it.
+    pub async fn rollback(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+    ) -> Result<RollbackReport, ToolError> {
+        self.rollback_with(run_id, call_id, None).await
+    }
+
+    /// [`Engine::rollback`], handing `host` to the compensation handlers as
+    /// [`ToolContext::host`](crate::ToolContext) (a binding's event loop, as
+    /// [`BatchOptions::host`] does for a batch's handlers).
+    pub async fn rollback_with(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        host: Option<HostData>,
+    ) -> Result<RollbackReport, ToolError> {
+        let tools = self.registry.snapshot();
+        rollback::rollback(&self.durable, &tools, run_id, call_id, host).await
+    }
+}

@@ -1,0 +1,83 @@
+//! The engine: runs batches of calls over a registry, in dependency order and in parallel.
+//!
+//! Everything an app does with an engine is a method of [`Engine`], and every `impl Engine`
+//! block lives in this folder: building one (`builder.rs`, or `options.rs` from data),
+//! running batches (here, driven by `batch.rs`), the guardrails' operations (`guardrails.rs`)
+//! and the durable runs' (`durable_runs.rs`). The behaviour behind them lives in `guard/`,
+//! `durable/` and the steps; these methods hand each the narrow part of the engine it needs.
+
+mod batch;
+mod builder;
+mod durable_runs;
+mod guardrails;
+pub mod options;
+
+pub use crate::batch::{BatchOptions, BatchResult, DEFAULT_CONCURRENCY};
+pub use options::{AuditSpec, EngineOptions, OptionsError, StoreSpec};
+
+use crate::arguments::Limits;
+use crate::call::Call;
+use crate::caller::Caller;
+use crate::durable::{Durable, run};
+use crate::guard::Guards;
+use crate::registry::{RegistrationError, Registry};
+use crate::spec::ToolSpec;
+use crate::tool::Tool;
+use batch::Batch;
+use std::sync::Arc;
+
+/// Runs tool calls. Cheap to share: wrap it in an `Arc` and call [`Engine::run`] from
+/// anywhere; registering a tool never blocks a running batch.
+#[derive(Default)]
+pub struct Engine {
+    registry: Registry,
+    limits: Limits,
+    /// Access, hidden arguments, rate limits, cache, audit, telemetry (`guard/`).
+    guards: Arc<Guards>,
+    /// State store, approval rules, compensations (`durable/`).
+    durable: Arc<Durable>,
+}
+
+impl Engine {
+    /// An engine with no tools and default limits; set it up with the `with_*` builders.
+    pub fn new() -> Self {
+        Engine::default()
+    }
+
+    /// Registers a tool; its schemas compile now, or the registration fails.
+    pub fn register(&self, tool: Tool) -> Result<(), RegistrationError> {
+        self.registry.register(tool)
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Provider-neutral specs of every tool, in registration order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.registry.specs()
+    }
+
+    /// Runs a batch for `caller` and returns one result per call, in call order.
+    /// Never fails: every refusal and failure is an envelope.
+    pub async fn run(
+        &self,
+        mut calls: Vec<Call>,
+        caller: Caller,
+        options: BatchOptions,
+    ) -> BatchResult {
+        // Durable runs (`durable/run.rs`): the batch is a run that may suspend, resume,
+        // roll back.
+        run::number_calls(&mut calls);
+        let pass = run::Pass::fresh(&self.durable, &calls);
+        let kept = (calls.clone(), caller.clone(), options.clone());
+        let out = Batch::new(self, calls, caller, options, pass.clone())
+            .drive()
+            .await;
+        let out = run::finish_pass(&self.registry.snapshot(), &pass, kept, out).await;
+        // Step 11: the batch's audit records are durable before the app sees its results.
+        self.guards.flush().await;
+        out
+    }
+}

@@ -1,0 +1,357 @@
+//! An engine's setup as data: the one parser of what Python's keyword arguments, Node's
+//! options object and a config file spell, with every default stated once (in the types it
+//! fills). Seams (handlers, hooks, resolvers, predicates) are code, not data: bindings wire
+//! those with the `with_*` builders after [`EngineOptions::build`].
+//!
+//! Stores and audit logs are named by URL, so a backend added later is one more scheme:
+//!
+//! | spec | state store | audit log |
+//! |---|---|---|
+//! | `memory` or `memory://` | in this process | in this process |
+//! | `sqlite://PATH` (`sqlite:///abs/path.db`, `sqlite://rel.db`, `sqlite:rel.db`) | SQLite file | SQLite file |
+//! | `jsonl://PATH` | — | JSON Lines file |
+//!
+//! The object forms `{"sqlite": PATH}` and `{"jsonl": PATH}` are accepted as aliases.
+
+use super::Engine;
+use crate::arguments::Limits;
+use crate::durable::store::{MemoryStore, SqliteStore, StateStore};
+use crate::guard::access::Settings;
+use crate::guard::audit::{AuditSink, JsonlAudit, MemoryAudit, SqliteAudit};
+use crate::policy::ApprovalRules;
+use crate::schema::SchemaResources;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Everything about an engine that is data. Unknown keys are refused, so a misspelt option
+/// never goes unnoticed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineOptions {
+    /// Argument size and depth limits.
+    pub limits: Option<Limits>,
+    /// Documents schemas may `$ref`, by URI (nothing is fetched over the network).
+    pub schema_resources: Option<HashMap<String, Value>>,
+    /// Enabled flags (system, tenant, department, user).
+    pub settings: Option<Settings>,
+    /// Engine-wide approval rules.
+    pub approval_rules: Option<ApprovalRules>,
+    /// How long client-side calls wait for their result, in ms.
+    pub external_expiry_ms: Option<u64>,
+    /// Where audit records go.
+    pub audit: Option<AuditSpec>,
+    /// Where durable state lives; given, every batch is a run.
+    pub state_store: Option<StoreSpec>,
+}
+
+/// Why options were refused: which option, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{option}: {message}")]
+pub struct OptionsError {
+    /// The option, e.g. `state_store` (`options` when the whole bag is at fault).
+    pub option: String,
+    /// What is wrong, in words the user can act on.
+    pub message: String,
+}
+
+impl OptionsError {
+    fn new(option: &str, message: impl Into<String>) -> Self {
+        OptionsError {
+            option: option.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl EngineOptions {
+    /// Reads options from JSON (snake_case keys), refusing unknown keys and malformed values
+    /// with the option named.
+    pub fn from_value(value: Value) -> Result<Self, OptionsError> {
+        let Value::Object(map) = value else {
+            return Err(OptionsError::new("options", "must be an object"));
+        };
+        let mut options = EngineOptions::default();
+        for (key, value) in map {
+            if value.is_null() {
+                continue;
+            }
+            let bad = |e: serde_json::Error| OptionsError::new(&key, e.to_string());
+            match key.as_str() {
+                "limits" => options.limits = Some(serde_json::from_value(value).map_err(bad)?),
+                "schema_resources" => {
+                    options.schema_resources = Some(serde_json::from_value(value).map_err(bad)?)
+                }
+                "settings" => options.settings = Some(serde_json::from_value(value).map_err(bad)?),
+                "approval_rules" => {
+                    options.approval_rules = Some(serde_json::from_value(value).map_err(bad)?)
+                }
+                "external_expiry_ms" => {
+                    options.external_expiry_ms = Some(value.as_u64().ok_or_else(|| {
+                        OptionsError::new(
+                            &key,
+                            format!("expected a whole number of milliseconds, got {value}"),
+                        )
+                    })?)
+                }
+                "audit" => {
+                    options.audit =
+                        Some(AuditSpec::parse(&value).map_err(|m| OptionsError::new(&key, m))?)
+                }
+                "state_store" => {
+                    options.state_store =
+                        Some(StoreSpec::parse(&value).map_err(|m| OptionsError::new(&key, m))?)
+                }
+                other => {
+                    return Err(OptionsError::new(
+                        other,
+                        format!("unknown option; expected one of {}", Self::NAMES.join(", ")),
+                    ));
+                }
+            }
+        }
+        Ok(options)
+    }
+
+    /// The option names, as snake_case keys.
+    pub const NAMES: &'static [&'static str] = &[
+        "limits",
+        "schema_resources",
+        "settings",
+        "approval_rules",
+        "external_expiry_ms",
+        "audit",
+        "state_store",
+    ];
+
+    /// An engine set up as these options say, stores and logs opened.
+    pub fn build(self) -> Result<Engine, OptionsError> {
+        let mut engine = Engine::new();
+        if let Some(resources) = self.schema_resources {
+            engine = engine.with_schema_resources(SchemaResources::new(resources));
+        }
+        if let Some(limits) = self.limits {
+            engine = engine.with_limits(limits);
+        }
+        if let Some(settings) = self.settings {
+            engine = engine.with_settings(settings);
+        }
+        if let Some(rules) = self.approval_rules {
+            engine = engine.with_approval_rules(rules);
+        }
+        if let Some(ms) = self.external_expiry_ms {
+            engine = engine.with_external_expiry_ms(ms);
+        }
+        if let Some(audit) = self.audit {
+            engine = engine.with_audit(audit.open().map_err(|m| OptionsError::new("audit", m))?);
+        }
+        if let Some(store) = self.state_store {
+            let store = store
+                .open()
+                .map_err(|m| OptionsError::new("state_store", m))?;
+            engine = engine.with_state_store(store);
+        }
+        Ok(engine)
+    }
+}
+
+/// Where durable state lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreSpec {
+    /// In this process only.
+    Memory,
+    /// A SQLite file, shared by the processes that open it.
+    Sqlite(PathBuf),
+}
+
+/// Where audit records go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditSpec {
+    /// In this process only.
+    Memory,
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A JSON Lines file, one record a line.
+    Jsonl(PathBuf),
+}
+
+/// A spec's scheme and path: `memory`, `memory://`, `sqlite://PATH`, `sqlite:PATH`, or the
+/// object `{"sqlite": PATH}`.
+fn scheme_and_path(value: &Value) -> Result<(String, Option<PathBuf>), String> {
+    match value {
+        Value::String(s) if s == "memory" => Ok(("memory".into(), None)),
+        Value::String(s) => {
+            let Some((scheme, rest)) = s.split_once(':') else {
+                return Err(format!(
+                    "{s:?} is not a URL; expected e.g. \"memory\" or \"sqlite://path/to/file.db\""
+                ));
+            };
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            let path = (!path.is_empty()).then(|| PathBuf::from(path));
+            Ok((scheme.to_ascii_lowercase(), path))
+        }
+        Value::Object(o) if o.len() == 1 => match o.iter().next() {
+            Some((scheme, Value::String(path))) if !path.is_empty() => {
+                Ok((scheme.clone(), Some(PathBuf::from(path))))
+            }
+            _ => Err("the object form is {\"<kind>\": \"<path>\"}".into()),
+        },
+        other => Err(format!("expected a URL string, got {other}")),
+    }
+}
+
+fn needs_path(scheme: &str, path: Option<PathBuf>) -> Result<PathBuf, String> {
+    path.ok_or_else(|| format!("{scheme}: needs a file path, e.g. \"{scheme}://data/tooljig.db\""))
+}
+
+impl StoreSpec {
+    /// Reads a spec from its URL (or object) form.
+    pub fn parse(value: &Value) -> Result<Self, String> {
+        let (scheme, path) = scheme_and_path(value)?;
+        match scheme.as_str() {
+            "memory" => Ok(StoreSpec::Memory),
+            "sqlite" => Ok(StoreSpec::Sqlite(needs_path(&scheme, path)?)),
+            other => Err(format!(
+                "no state store speaks {other:?}; expected memory or sqlite://PATH"
+            )),
+        }
+    }
+
+    /// The URL form.
+    pub fn to_url(&self) -> String {
+        match self {
+            StoreSpec::Memory => "memory://".into(),
+            StoreSpec::Sqlite(p) => format!("sqlite://{}", p.display()),
+        }
+    }
+
+    /// Opens the store.
+    pub fn open(&self) -> Result<Arc<dyn StateStore>, String> {
+        Ok(match self {
+            StoreSpec::Memory => Arc::new(MemoryStore::new()),
+            StoreSpec::Sqlite(path) => Arc::new(
+                SqliteStore::open(path)
+                    .map_err(|e| format!("cannot open {}: {}", path.display(), e.0))?,
+            ),
+        })
+    }
+}
+
+impl AuditSpec {
+    /// Reads a spec from its URL (or object) form.
+    pub fn parse(value: &Value) -> Result<Self, String> {
+        let (scheme, path) = scheme_and_path(value)?;
+        match scheme.as_str() {
+            "memory" => Ok(AuditSpec::Memory),
+            "sqlite" => Ok(AuditSpec::Sqlite(needs_path(&scheme, path)?)),
+            "jsonl" => Ok(AuditSpec::Jsonl(needs_path(&scheme, path)?)),
+            other => Err(format!(
+                "no audit log speaks {other:?}; expected memory, sqlite://PATH or jsonl://PATH"
+            )),
+        }
+    }
+
+    /// The URL form.
+    pub fn to_url(&self) -> String {
+        match self {
+            AuditSpec::Memory => "memory://".into(),
+            AuditSpec::Sqlite(p) => format!("sqlite://{}", p.display()),
+            AuditSpec::Jsonl(p) => format!("jsonl://{}", p.display()),
+        }
+    }
+
+    /// Opens the log.
+    pub fn open(&self) -> Result<Arc<dyn AuditSink>, String> {
+        let failed = |path: &PathBuf, e: String| format!("cannot open {}: {e}", path.display());
+        Ok(match self {
+            AuditSpec::Memory => Arc::new(MemoryAudit::new()),
+            AuditSpec::Sqlite(path) => {
+                Arc::new(SqliteAudit::open(path).map_err(|e| failed(path, e.to_string()))?)
+            }
+            AuditSpec::Jsonl(path) => {
+                Arc::new(JsonlAudit::open(path).map_err(|e| failed(path, e.to_string()))?)
+            }
+        })
+    }
+}
+
+macro_rules! url_serde {
+    ($t:ty) => {
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.to_url())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let value = Value::deserialize(d)?;
+                <$t>::parse(&value).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+url_serde!(StoreSpec);
+url_serde!(AuditSpec);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stores_and_logs_are_named_by_url_or_object() {
+        assert_eq!(StoreSpec::parse(&json!("memory")), Ok(StoreSpec::Memory));
+        assert_eq!(StoreSpec::parse(&json!("memory://")), Ok(StoreSpec::Memory));
+        assert_eq!(
+            StoreSpec::parse(&json!("sqlite:///tmp/a.db")),
+            Ok(StoreSpec::Sqlite("/tmp/a.db".into()))
+        );
+        assert_eq!(
+            StoreSpec::parse(&json!("sqlite://rel/a.db")),
+            Ok(StoreSpec::Sqlite("rel/a.db".into()))
+        );
+        assert_eq!(
+            StoreSpec::parse(&json!("sqlite:a.db")),
+            Ok(StoreSpec::Sqlite("a.db".into()))
+        );
+        assert_eq!(
+            StoreSpec::parse(&json!({"sqlite": "a.db"})),
+            Ok(StoreSpec::Sqlite("a.db".into()))
+        );
+        assert_eq!(
+            AuditSpec::parse(&json!("jsonl:///var/log/a.jsonl")),
+            Ok(AuditSpec::Jsonl("/var/log/a.jsonl".into()))
+        );
+        assert!(StoreSpec::parse(&json!("jsonl://a")).is_err());
+        assert!(StoreSpec::parse(&json!("sqlite://")).is_err());
+        assert!(StoreSpec::parse(&json!("nope")).is_err());
+        assert!(StoreSpec::parse(&json!(3)).is_err());
+        let spec = StoreSpec::Sqlite("/tmp/x.db".into());
+        assert_eq!(StoreSpec::parse(&json!(spec.to_url())), Ok(spec));
+    }
+
+    #[test]
+    fn options_name_the_option_at_fault() {
+        let e = EngineOptions::from_value(json!({"limits": {"max_depth": "deep"}})).unwrap_err();
+        assert_eq!(e.option, "limits");
+        let e = EngineOptions::from_value(json!({"limit": {}})).unwrap_err();
+        assert_eq!(e.option, "limit");
+        assert!(e.message.contains("unknown option"));
+        let e = EngineOptions::from_value(json!({"external_expiry_ms": -1})).unwrap_err();
+        assert_eq!(e.option, "external_expiry_ms");
+        let o = EngineOptions::from_value(json!({
+            "limits": {"max_depth": 3},
+            "state_store": "memory",
+            "audit": null,
+        }))
+        .unwrap();
+        assert_eq!(o.limits.unwrap().max_depth, 3);
+        assert_eq!(o.state_store, Some(StoreSpec::Memory));
+        assert_eq!(o.audit, None);
+        assert!(o.build().is_ok());
+    }
+}

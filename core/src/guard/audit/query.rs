@@ -1,0 +1,76 @@
+//! Questions asked of the audit log: by principal, tenant, tool, call, outcome, code and time.
+
+use crate::error_code::ErrorCode;
+use crate::guard::audit::record::{AuditRecord, Outcome};
+use serde::{Deserialize, Serialize};
+
+/// A filter over audit records; every field set must match. Results come in log order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Only this principal's calls.
+    pub principal: Option<String>,
+    /// Only this tenant's calls.
+    pub tenant: Option<String>,
+    /// Only calls of this tool.
+    pub tool: Option<String>,
+    /// Only the call with this id.
+    pub call_id: Option<String>,
+    /// Only calls that ended this way.
+    pub outcome: Option<Outcome>,
+    /// Only calls refused or failed with this code.
+    pub code: Option<ErrorCode>,
+    /// Only calls settled at or after this time (ms since the Unix epoch).
+    pub since_ms: Option<u64>,
+    /// Only calls settled before this time (ms since the Unix epoch).
+    pub until_ms: Option<u64>,
+    /// At most this many records, the newest ones when set.
+    pub limit: Option<usize>,
+}
+
+impl AuditQuery {
+    /// Every record.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// This principal's records.
+    pub fn principal(principal: impl Into<String>) -> Self {
+        AuditQuery {
+            principal: Some(principal.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Whether `r` passes the filter (the limit aside).
+    pub fn matches(&self, r: &AuditRecord) -> bool {
+        fn same(want: &Option<String>, got: &Option<String>) -> bool {
+            want.is_none() || want == got
+        }
+        same(&self.principal, &r.principal)
+            && same(&self.tenant, &r.tenant)
+            && self.tool.as_ref().is_none_or(|t| t == &r.tool)
+            && self.call_id.as_ref().is_none_or(|c| c == &r.call_id)
+            && self.outcome.is_none_or(|o| o == r.outcome)
+            && self.code.is_none_or(|c| Some(c) == r.code)
+            && self.since_ms.is_none_or(|s| r.time_ms >= s)
+            && self.until_ms.is_none_or(|u| r.time_ms < u)
+    }
+
+    /// Filters records given in log order, keeping the newest `limit`.
+    pub fn apply<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a AuditRecord>,
+    ) -> Vec<AuditRecord> {
+        let mut out: Vec<AuditRecord> = records
+            .into_iter()
+            .filter(|r| self.matches(r))
+            .cloned()
+            .collect();
+        if let Some(limit) = self.limit {
+            let skip = out.len().saturating_sub(limit);
+            out.drain(..skip);
+        }
+        out
+    }
+}

@@ -1,0 +1,204 @@
+//! The audit record of one call, and how it is built from a settled result.
+//!
+//! The fields follow seed 004's `agent_tool_executions` table: who (principal, tenant,
+//! session), what (tool, call id, arguments after redaction, hidden-argument injections),
+//! how it ended (outcome, code, message, detail), risk, effect, timings, attempts, approval;
+//! plus the chain fields (`seq`, `prev_hash`, `hash`) the sink fills in.
+
+use crate::call::{CallResult, CallStatus};
+use crate::caller::Caller;
+use crate::envelope::Envelope;
+use crate::error_code::ErrorCode;
+use crate::guard::audit::redact::{redact, redact_field};
+use crate::guard::hidden::HiddenNote;
+use crate::policy::Effect;
+use crate::policy::{Policy, Risk};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// How a call ended, as the audit log and its queries see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool returned data (or the cache did).
+    Ok,
+    /// Required fields were missing.
+    Needs,
+    /// Refused or failed; `code` says why.
+    Error,
+    /// Waiting for a human decision.
+    PendingApproval,
+    /// Waiting for a client to run it.
+    PendingExternal,
+    /// Not started: waiting for a pending call it depends on.
+    Waiting,
+}
+
+impl Outcome {
+    /// The wire spelling, e.g. `"pending_approval"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Needs => "needs",
+            Outcome::Error => "error",
+            Outcome::PendingApproval => "pending_approval",
+            Outcome::PendingExternal => "pending_external",
+            Outcome::Waiting => "waiting",
+        }
+    }
+
+    /// The outcome of a settled result.
+    pub fn of(result: &CallResult) -> Outcome {
+        match result.status {
+            CallStatus::PendingApproval => Outcome::PendingApproval,
+            CallStatus::PendingExternal => Outcome::PendingExternal,
+            CallStatus::Waiting => Outcome::Waiting,
+            CallStatus::Done => match result.envelope {
+                Envelope::Ok(_) => Outcome::Ok,
+                Envelope::Needs(_) => Outcome::Needs,
+                Envelope::Error(_) => Outcome::Error,
+            },
+        }
+    }
+}
+
+/// One audited call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// Position in the log, from 1, assigned by the sink. The chain fields (this one,
+    /// `prev_hash`, `hash`) are left out of the serialization while unset: what remains is
+    /// the record's [`content`](crate::guard::audit::chain::content).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seq: u64,
+    /// When the call settled, in milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    /// Who acted.
+    pub principal: Option<String>,
+    /// In which tenant.
+    pub tenant: Option<String>,
+    /// In which session or conversation.
+    pub session: Option<String>,
+    /// The tool (as the model wrote it when unknown).
+    pub tool: String,
+    /// The call's id in its batch.
+    pub call_id: String,
+    /// The final arguments (after repair, references, hidden arguments), redacted per the
+    /// tool's policy; the raw arguments when the call was refused before they were parsed.
+    pub arguments: Option<Value>,
+    /// Hidden parameters: what was injected, and what the model tried to set (dropped).
+    #[serde(default)]
+    pub hidden: Vec<HiddenNote>,
+    /// How the call ended.
+    pub outcome: Outcome,
+    /// The error code, when `outcome` is `error`.
+    pub code: Option<ErrorCode>,
+    /// The error message the model saw.
+    pub message: Option<String>,
+    /// What only the app sees: an unexpected failure's detail.
+    pub detail: Option<String>,
+    /// The data returned, when the tool's policy sets `audit_output` (redacted).
+    #[serde(default)]
+    pub output: Option<Value>,
+    /// The tool's risk (none for an unknown tool).
+    pub risk: Option<Risk>,
+    /// The tool's effect (none for an unknown tool).
+    pub effect: Option<Effect>,
+    /// Time spent in the handler, retries included, in µs.
+    pub duration_us: u64,
+    /// Handler attempts (0 when it never ran).
+    pub attempts: u32,
+    /// Served from the cache.
+    pub cached: bool,
+    /// Replayed from an earlier identical call.
+    pub replayed: bool,
+    /// The arguments had to be repaired.
+    pub repaired: bool,
+    /// The approval this call needed, as the approval step recorded it.
+    #[serde(default)]
+    pub approval: Option<Value>,
+    /// The previous record's hash (64 zeros for the first).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prev_hash: String,
+    /// SHA-256 over the record's [`body`](crate::guard::audit::chain::body); see
+    /// [`crate::guard::audit::chain`].
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub hash: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl AuditRecord {
+    /// The record of a settled result. `policy` is the tool's (none when the tool is
+    /// unknown); `raw_arguments` are the arguments as the model sent them, used when the
+    /// result carries no parsed ones.
+    pub fn from_result(
+        result: &CallResult,
+        caller: &Caller,
+        policy: Option<&Policy>,
+        raw_arguments: Option<&Value>,
+    ) -> AuditRecord {
+        let mut arguments = result.arguments.clone().or_else(|| raw_arguments.cloned());
+        let mut hidden = result.hidden.clone();
+        let mut output = None;
+        if let Some(p) = policy {
+            if let Some(a) = arguments.as_mut() {
+                redact(a, &p.redact);
+            }
+            for note in &mut hidden {
+                if let Some(v) = note.supplied.as_mut() {
+                    redact_field(v, &p.redact, &note.parameter);
+                }
+            }
+            if p.audit_output {
+                output = result.envelope.data().cloned();
+                if let Some(o) = output.as_mut() {
+                    redact(o, &p.redact);
+                }
+            }
+        }
+        let (code, message) = match &result.envelope {
+            Envelope::Error(e) => (Some(e.code), Some(e.message.clone())),
+            _ => (None, None),
+        };
+        AuditRecord {
+            seq: 0,
+            time_ms: now_ms(),
+            principal: caller.principal.clone(),
+            tenant: caller.tenant.clone(),
+            session: caller.session.clone(),
+            tool: result.tool.clone(),
+            call_id: result.call_id.clone(),
+            arguments,
+            hidden,
+            outcome: Outcome::of(result),
+            code,
+            message,
+            detail: result.detail.clone(),
+            output,
+            risk: policy.map(|p| p.risk),
+            effect: policy.map(|p| p.effect),
+            duration_us: result.duration_us,
+            attempts: result.attempts,
+            cached: result.cached,
+            replayed: result.replayed,
+            repaired: result.repaired,
+            approval: result
+                .approval
+                .as_ref()
+                .and_then(|a| serde_json::to_value(a).ok()),
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+}
