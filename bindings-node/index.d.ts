@@ -215,6 +215,8 @@ export type JsModel = NativeModel
 export declare class NativeProvider {
   /** The format of `name` with `options` (`{strict, sequentialToolCalls, openapiSchema}`). */
   constructor(name: string, options?: any | undefined | null)
+  /** The provider's canonical name (`openai_chat`, ...), whichever alias built it. */
+  get name(): string
   /** The request's tool definitions for these specs. */
   tools(specs: any): any
   /**

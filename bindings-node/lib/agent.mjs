@@ -32,31 +32,13 @@ export class ModelError extends Error {
   }
 }
 
-/** The kind of an HTTP status, as the core's HTTP clients decide it. */
-function kindOfStatus(status) {
-  if (status === 429) return 'rate_limited'
-  if (status === 401 || status === 403) return 'auth'
-  if (status === 408) return 'timeout'
-  if (status >= 500) return 'server'
-  return 'invalid_request'
-}
-
 /** What the core reads of a model function's failure. SDK errors with a `status` keep it. */
 function failureOf(e) {
   if (e instanceof ModelError) return { kind: e.kind, message: e.message, status: e.status, retryAfterMs: e.retryAfterMs }
   const status = Number.isInteger(e?.status) ? e.status : undefined
   const message = e instanceof Error ? (e.stack ?? `${e.name}: ${e.message}`) : `a non-Error value was thrown: ${String(e)}`
-  return { kind: status === undefined ? 'other' : kindOfStatus(status), message, status }
-}
-
-/** A turn from what a model function returned: a string is a text answer; `finishReason` is inferred when missing. */
-function turnOf(value) {
-  if (typeof value === 'string') return { content: value, finishReason: 'stop' }
-  if (value === null || typeof value !== 'object') throw new TypeError(`a model function must return a turn ({content, toolCalls}) or a string, got ${value === null ? 'null' : typeof value}`)
-  const turn = { ...value }
-  turn.toolCalls ??= []
-  turn.finishReason ??= turn.toolCalls.length > 0 ? 'tool_calls' : 'stop'
-  return turn
+  // No kind: the core takes it from the status, as its HTTP clients do.
+  return { message, status }
 }
 
 const wrap = Symbol('tooljig.model')
@@ -89,7 +71,8 @@ export class Model {
     dispatcher.resolvers.push(async ({ request, stream }) => {
       const emit = (...events) => (stream === null ? false : nativeModel.emit(stream, JSON.stringify(events.flat())))
       try {
-        return { turn: turnOf(await fn(request, emit)) }
+        // The core defaults the turn (a string is a text answer; `finishReason` inferred).
+        return { turn: (await fn(request, emit)) ?? null }
       } catch (e) {
         return { error: failureOf(e) }
       }
@@ -163,8 +146,8 @@ export class FallbackChain extends Model {
 export class ScriptedModel extends Model {
   /** @param {Array<object | string>} steps @param {{name?: string, streaming?: boolean, forever?: object}} [options] */
   constructor(steps, { name = 'scripted', streaming = false, forever } = {}) {
-    const script = steps.map((s) => (s !== null && typeof s === 'object' && 'error' in s ? { error: s.error } : { turn: turnOf(s) }))
-    super(wrap, NativeModel.scripted(name, script, streaming, forever === undefined ? null : turnOf(forever)))
+    // The core reads each step (a turn, a string, `{error}`) as it reads every binding's scripts.
+    super(wrap, NativeModel.scripted(name, [...steps], streaming, forever ?? null))
   }
 
   /** Every request received, in order. */

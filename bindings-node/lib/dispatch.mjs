@@ -6,12 +6,13 @@
 // batched per microtask checkpoint. Nothing here throws into native code: every failure of
 // a handler becomes data, which is what keeps a throwing handler from killing the process.
 import { abortCall, ToolContext } from './context.mjs'
-import { Needs, ToolError } from './errors.mjs'
+import { InvalidArguments, Needs, ToolError } from './errors.mjs'
 
 const OK = 0
 const TOOL_ERROR = 1
 const NEEDS = 2
 const UNEXPECTED = 3
+const INVALID_ARGUMENTS = 4
 
 const isThenable = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function'
 
@@ -51,6 +52,7 @@ function fromThrow(e) {
     }
   }
   if (e instanceof Needs) return [NEEDS, JSON.stringify(e.fields)]
+  if (e instanceof InvalidArguments) return [INVALID_ARGUMENTS, JSON.stringify(e.violations)]
   return [UNEXPECTED, JSON.stringify(detailOf(e))]
 }
 

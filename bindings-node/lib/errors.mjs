@@ -28,6 +28,23 @@ export class ToolError extends Error {
   }
 }
 
+/**
+ * Thrown by a handler's own validation (zod refinements, checks JSON Schema cannot express)
+ * when arguments that passed the tool's schema are still wrong. Each violation is
+ * `{path, message}`, `path` the keys and indexes leading to the offending value (empty for
+ * the whole); the model sees the same `invalid_arguments` error a schema violation gives,
+ * worded by the core.
+ */
+export class InvalidArguments extends Error {
+  /** @param {{path?: Array<string | number>, message: string}[]} violations */
+  constructor(violations) {
+    const list = violations.map((v) => ({ path: [...(v.path ?? [])], message: String(v.message) }))
+    super(list.map((v) => (v.path.length ? `at /${v.path.join('/')}: ${v.message}` : v.message)).join('; '))
+    this.name = 'InvalidArguments'
+    this.violations = Object.freeze(list)
+  }
+}
+
 /** The "needs" outcome: required fields the model should ask the user for. */
 export class Needs {
   /** @param {string[]} fields */

@@ -239,7 +239,7 @@ export interface ExternalCall {
 export interface RollbackEntry {
   callId: string
   tool: string
-  outcome: 'compensated' | 'not_reversible' | 'failed' | 'already_rolled_back'
+  outcome: 'compensated' | 'not_reversible' | 'nothing_to_undo' | 'failed' | 'already_rolled_back'
   /** The compensation that ran: a tool name, or `handler` (`compensateWith`). */
   compensation?: string
   envelope?: Envelope
@@ -510,6 +510,22 @@ export declare class ToolError extends Error {
   readonly code: ErrorCode
   readonly retryable: boolean | undefined
   readonly details: Record<string, unknown> | undefined
+}
+
+/** One violation found by a handler's own validation: where, and what is wrong. */
+export interface Violation {
+  /** Keys and indexes leading to the offending value; empty (or absent) for the whole. */
+  path?: Array<string | number>
+  message: string
+}
+
+/**
+ * Thrown by a handler's own validation (zod refinements, checks JSON Schema cannot express):
+ * the model sees the same `invalid_arguments` error a schema violation gives, worded by the core.
+ */
+export declare class InvalidArguments extends Error {
+  constructor(violations: Violation[])
+  readonly violations: readonly { path: Array<string | number>; message: string }[]
 }
 
 /** The needs outcome: required fields the model should ask the user for. */

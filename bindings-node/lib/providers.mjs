@@ -47,13 +47,15 @@ export class Provider {
   #strict = null
 
   /**
-   * @param {string} name `openai_chat`, `openai_responses`, `anthropic` or `gemini`
+   * @param {string} name `openai_chat`, `openai_responses`, `anthropic` or `gemini` (or an
+   *   alias the core accepts: `openai`, `openaiChat`, `openaiResponses`, ...)
    * @param {{strict?: boolean, sequentialToolCalls?: boolean, openapiSchema?: boolean}} [options]
    */
   constructor(name, options = {}) {
-    this.name = name
     this.#options = { ...options }
     this.#native = new NativeProvider(name, this.#options)
+    /** The canonical name, whichever spelling built the provider. */
+    this.name = this.#native.name
   }
 
   static openaiChat(options) {

@@ -1,6 +1,6 @@
 // Input and output schemas: a Standard Schema (zod 4, ...) or a plain JSON Schema object.
 import { createRequire } from 'node:module'
-import { RegistrationError, ToolError } from './errors.mjs'
+import { InvalidArguments, RegistrationError } from './errors.mjs'
 
 const require = createRequire(import.meta.url)
 
@@ -43,15 +43,9 @@ export function toJsonSchema(tool, io, schema) {
   }
 }
 
-const pointer = (path) =>
-  (path ?? []).map((p) => '/' + String(typeof p === 'object' ? p.key : p).replaceAll('~', '~0').replaceAll('/', '~1')).join('')
-
-/** Turns Standard Schema issues into the `invalid_arguments` error the core would write. */
-function invalidArguments(issues) {
-  const errors = issues.map((i) => ({ pointer: pointer(i.path), message: i.message }))
-  const summary = errors.map((e) => (e.pointer ? `at ${e.pointer}: ${e.message}` : e.message)).join('; ')
-  return new ToolError('invalid_arguments', `arguments do not match the tool's schema: ${summary}`, { details: { errors } })
-}
+/** Standard Schema issues as the violations the core words into `invalid_arguments`. */
+const invalidArguments = (issues) =>
+  new InvalidArguments(issues.map((i) => ({ path: (i.path ?? []).map((p) => (typeof p === 'object' ? p.key : p)), message: i.message })))
 
 /**
  * A parser for arguments the core already validated against the JSON Schema: applies the

@@ -5,11 +5,11 @@
 //! hands back the new state beside the outcome. Its events are pulled by the JS layer's async
 //! iterator from `NativeAgentRun`, a burst at a time, like a batch's.
 
+use crate::convert::keys;
+use crate::convert::neutral::{invalid, js, parse};
 use crate::engine::JsEngine;
 use crate::events::RunChannels;
-use crate::keys;
 use crate::model::JsModel;
-use crate::neutral::{invalid, js, parse};
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
@@ -198,7 +198,7 @@ impl JsAgentRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::camel_json::to_camel_json;
+    use crate::convert::camel_json::to_camel_json;
     use tooljig::providers::{FinishReason, Usage};
     use tooljig::{ErrorCode, ToolError};
 

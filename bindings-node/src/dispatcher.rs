@@ -18,7 +18,7 @@
 //! core's `PolicyHook` and `Resolver` seams): each is a JS function the JS layer keeps in a
 //! table, asked with a JSON request and settled like a handler.
 
-use crate::keys;
+use crate::convert::keys;
 use crate::outcome::{UNEXPECTED, parse_settlements};
 use napi::Status;
 use napi::bindgen_prelude::Function;

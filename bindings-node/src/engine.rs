@@ -5,25 +5,23 @@
 //! than napi builds objects property by property. Keys follow the rule of `keys.rs`.
 
 use crate::cancel::JsCancel;
+use crate::convert::keys;
 use crate::dispatcher::Dispatcher;
 use crate::error::RegistrationProblem;
 use crate::events::JsStream;
 use crate::handler::JsHandler;
-use crate::keys;
-use crate::policy_hook::JsPolicyHook;
-use crate::resolver::JsResolver;
+use crate::seams::{JsApprovalPredicate, JsPolicyHook, JsResolver};
 use napi::bindgen_prelude::{Function, PromiseRaw};
 use napi::{Env, Status};
 use napi_derive::napi;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tooljig::CancellationToken;
 use tooljig::audit::AuditError;
 use tooljig::{
-    AuditQuery, AuditSink, BatchOptions, BatchResult, Call, Caller, Engine, JsonlAudit, Limits,
-    MemoryAudit, Policy, SchemaResources, Settings, SqliteAudit, Tool, ToolSpec,
+    AuditQuery, AuditSink, BatchOptions, BatchResult, Call, Caller, Engine, EngineOptions,
+    OptionsError, Settings, Tool, ToolSpec,
 };
 
 /// The engine behind the JS `Engine` class.
@@ -77,7 +75,7 @@ impl BatchInput {
 /// A batch's results as the JS layer reads them: camelCase keys (the batch's and each
 /// result's), envelopes and everything nested untouched.
 pub fn batch_text(out: &BatchResult) -> String {
-    crate::camel_json::to_camel_json(out, BATCH_OBJECTS)
+    crate::convert::camel_json::to_camel_json(out, BATCH_OBJECTS)
 }
 
 /// The objects of a batch result whose keys JS reads in camelCase (see `camel_json.rs`).
@@ -292,8 +290,9 @@ impl JsEngine {
     }
 }
 
-/// An engine configured from the JS layer's options. `policyHook: true` and `resolvers:
-/// [names]` say which app functions the JS layer holds (resolver i is `resolvers[i]`).
+/// An engine configured from the JS layer's options: the data options go to the core's one
+/// parser ([`EngineOptions`]); `policyHook: true`, `resolvers: [names]` (resolver i is
+/// `resolvers[i]`) and `approvalPredicate: true` say which app functions the JS layer holds.
 fn engine_from_options(
     options: Option<Value>,
     dispatcher: &Arc<Dispatcher>,
@@ -304,111 +303,60 @@ fn engine_from_options(
             Some(Value::Object(map)) => map,
             Some(_) => return Err(invalid("engine options", "must be an object")),
         };
-    let resources = match options.remove("schema_resources") {
-        None | Some(Value::Null) => SchemaResources::default(),
-        Some(r) => SchemaResources::new(
-            serde_json::from_value::<HashMap<String, Value>>(r)
-                .map_err(|e| invalid("engine options.schemaResources", e))?,
-        ),
+    let policy_hook = options.remove("policy_hook") == Some(Value::Bool(true));
+    let predicate = options.remove("approval_predicate") == Some(Value::Bool(true));
+    let resolvers: Vec<String> = match options.remove("resolvers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(names) => {
+            serde_json::from_value(names).map_err(|e| invalid("engine options.resolvers", e))?
+        }
     };
-    let mut engine = Engine::new().with_schema_resources(resources);
-    if let Some(limits) = options.remove("limits") {
-        let limits: Limits =
-            serde_json::from_value(limits).map_err(|e| invalid("engine options.limits", e))?;
-        engine = engine.with_limits(limits);
-    }
-    if let Some(settings) = options.remove("settings").filter(|s| !s.is_null()) {
-        let settings: Settings =
-            serde_json::from_value(settings).map_err(|e| invalid("engine options.settings", e))?;
-        engine = engine.with_settings(settings);
-    }
-    if let Some(sink) = audit_sink(options.remove("audit"))? {
-        engine = engine.with_audit(sink);
-    }
-    if options.remove("policy_hook") == Some(Value::Bool(true)) {
+    let refused = |e: OptionsError| {
+        if EngineOptions::NAMES.contains(&e.option.as_str()) {
+            invalid(
+                &format!("engine options.{}", keys::camel(&e.option)),
+                e.message,
+            )
+        } else {
+            invalid(
+                "engine options",
+                format!(
+                    "unknown option {:?}; expected {ENGINE_OPTIONS}",
+                    keys::camel(&e.option)
+                ),
+            )
+        }
+    };
+    let mut engine = EngineOptions::from_value(Value::Object(options))
+        .and_then(EngineOptions::build)
+        .map_err(refused)?;
+    if policy_hook {
         engine = engine.with_policy_hook(Arc::new(JsPolicyHook::new(dispatcher.clone())));
     }
-    if let Some(names) = options.remove("resolvers").filter(|r| !r.is_null()) {
-        let names: Vec<String> =
-            serde_json::from_value(names).map_err(|e| invalid("engine options.resolvers", e))?;
-        for (i, name) in names.into_iter().enumerate() {
-            engine = engine.with_resolver(
-                name,
-                Arc::new(JsResolver::new(dispatcher.clone(), i as u32)),
-            );
-        }
+    for (i, name) in resolvers.into_iter().enumerate() {
+        engine = engine.with_resolver(
+            name,
+            Arc::new(JsResolver::new(dispatcher.clone(), i as u32)),
+        );
     }
-    engine = crate::engine_durable::configure(engine, &mut options, dispatcher)?;
-    if let Some(key) = options.keys().next() {
-        return Err(invalid(
-            "engine options",
-            format!("unknown option {key:?}; expected {ENGINE_OPTIONS}"),
-        ));
+    if predicate {
+        engine =
+            engine.with_approval_predicate(Arc::new(JsApprovalPredicate::new(dispatcher.clone())));
     }
     Ok(engine)
-}
-
-/// The audit sink the options name: `"memory"`, `{sqlite: path}` or `{jsonl: path}`.
-fn audit_sink(option: Option<Value>) -> napi::Result<Option<Arc<dyn AuditSink>>> {
-    let bad = || {
-        invalid(
-            "engine options.audit",
-            "expected \"memory\", {sqlite: path} or {jsonl: path}",
-        )
-    };
-    let sink: Arc<dyn AuditSink> = match option {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::String(s)) if s == "memory" => Arc::new(MemoryAudit::new()),
-        Some(Value::Object(o)) if o.len() == 1 => match o.iter().next() {
-            Some((kind, Value::String(path))) if kind == "sqlite" => {
-                Arc::new(SqliteAudit::open(path).map_err(|e| invalid("engine options.audit", e))?)
-            }
-            Some((kind, Value::String(path))) if kind == "jsonl" => {
-                Arc::new(JsonlAudit::open(path).map_err(|e| invalid("engine options.audit", e))?)
-            }
-            _ => return Err(bad()),
-        },
-        Some(_) => return Err(bad()),
-    };
-    Ok(Some(sink))
 }
 
 /// The binding's own objects nested in a policy whose camelCase keys a spec may use.
 const POLICY_OBJECTS: &[&str] = &["retry", "approval", "idempotency"];
 
-/// A spec from the JS layer: keys renamed, the policy parsed on its own so its mistakes are
-/// reported as `invalid_policy`.
+/// A spec from the JS layer (camelCase or snake_case keys, its policy's too), read by the
+/// core's one spec parser.
 fn parse_spec(spec: Value) -> Result<ToolSpec, RegistrationProblem> {
-    let Value::Object(mut map) = keys::rename(spec, keys::snake, &[]) else {
-        return Err(RegistrationProblem::new(
-            "invalid_spec",
-            "a tool spec must be an object",
-        ));
-    };
-    let name = map
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("?")
-        .to_string();
-    let policy: Policy = match map.remove("policy") {
-        None | Some(Value::Null) => Policy::default(),
-        Some(p) => {
-            serde_json::from_value(keys::rename(p, keys::snake, POLICY_OBJECTS)).map_err(|e| {
-                RegistrationProblem::new(
-                    "invalid_policy",
-                    format!("tool {name:?}: invalid policy: {e}"),
-                )
-            })?
-        }
-    };
-    let mut spec: ToolSpec = serde_json::from_value(Value::Object(map)).map_err(|e| {
-        RegistrationProblem::new(
-            "invalid_spec",
-            format!("tool {name:?}: invalid tool spec: {e}"),
-        )
-    })?;
-    spec.policy = policy;
-    Ok(spec)
+    let mut spec = keys::rename(spec, keys::snake, &[]);
+    if let Some(policy) = spec.get_mut("policy") {
+        *policy = keys::rename(policy.take(), keys::snake, POLICY_OBJECTS);
+    }
+    ToolSpec::from_value(spec).map_err(RegistrationProblem::from)
 }
 
 /// A spec with camelCase keys, its policy's too; schemas untouched.

@@ -28,12 +28,6 @@ impl RegistrationProblem {
 
 impl From<RegistrationError> for RegistrationProblem {
     fn from(e: RegistrationError) -> Self {
-        let code = match &e {
-            RegistrationError::InvalidName(_) => "invalid_name",
-            RegistrationError::Duplicate(_) => "duplicate_tool",
-            RegistrationError::InvalidSchema { .. } => "invalid_schema",
-            RegistrationError::InvalidPolicy { .. } => "invalid_policy",
-        };
-        RegistrationProblem::new(code, e.to_string())
+        RegistrationProblem::new(e.code(), e.to_string())
     }
 }

@@ -4,7 +4,7 @@
 //! Each `next()` resolves with every event available at that moment (at least one) as a JSON
 //! array, so a burst of events costs one round trip; `null` means the batch is over.
 
-use crate::camel_json::to_camel_json;
+use crate::convert::camel_json::to_camel_json;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Status};
 use napi_derive::napi;

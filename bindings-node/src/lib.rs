@@ -13,39 +13,34 @@
 //!   queue, drained in bulk on the JS thread);
 //! - `handler.rs`: `JsHandler`, the core's `Handler` over a registered JS function;
 //! - `outcome.rs`: what a JS handler settled with, turned into a `HandlerResult`;
-//! - `policy_hook.rs`, `resolver.rs`, `approval_predicate.rs`: the core's `PolicyHook`,
-//!   `Resolver` and `ApprovalPredicate` over JS functions;
-//! - `engine_durable.rs`: durable runs on `NativeEngine` (decisions, client results, resume,
+//! - `seams/`: the core's `PolicyHook`, `Resolver` and `ApprovalPredicate` over JS functions;
+//! - `durable.rs`: durable runs on `NativeEngine` (decisions, client results, resume,
 //!   rollback);
 //! - `events.rs`: `NativeStream`, the events of a batch pulled from JavaScript;
 //! - `cancel.rs`: `NativeCancel`, cancellation from an `AbortSignal`;
-//! - `keys.rs`: the camelCase ↔ snake_case rule at the JS edge; `camel_json.rs`: the same
-//!   rule applied while serializing results, on the hot path;
+//! - `convert/`: the camelCase ↔ snake_case rule at the JS edge (`keys`, `neutral`), and the
+//!   same rule applied while serializing results on the hot path (`camel_json`);
 //! - `floor.rs`: the core's own per-call cost, the benchmark's floor;
 //! - `error.rs`: registration mistakes as `{code, message}` problems;
-//! - `providers.rs`, `stream.rs`, `model.rs`, `agent.rs`, `neutral.rs`: provider formats,
-//!   streams, models and the agent loop (issue 7), with the casing rule of neutral types.
+//! - `providers.rs`, `stream.rs`, `model.rs`, `agent.rs`: provider formats, streams, models
+//!   and the agent loop.
 
 mod agent;
-mod approval_predicate;
-mod camel_json;
 mod cancel;
+mod convert;
 mod dispatcher;
 mod engine;
 // After `engine`: napi-derive names the methods of a second `#[napi] impl JsEngine` block
 // after the struct's js_name only when it has already expanded the struct.
-mod engine_durable;
+mod durable;
 mod error;
 mod events;
 mod floor;
 mod handler;
-mod keys;
 mod model;
-mod neutral;
 mod outcome;
-mod policy_hook;
 mod providers;
-mod resolver;
+mod seams;
 mod stream;
 
 use napi_derive::napi;

@@ -9,24 +9,25 @@
 //! retryAfterMs}}`. Events the function `emit`s while it answers reach the run through
 //! [`JsModel::emit`], routed by the stream id the request carried.
 
+use crate::convert::keys;
+use crate::convert::neutral::{self, invalid, js, parse};
 use crate::dispatcher::{AppFunction, Dispatcher};
-use crate::neutral::{self, invalid, js, parse};
 use crate::outcome::OK;
 use napi::bindgen_prelude::{Function, PromiseRaw};
 use napi::{Env, Status};
 use napi_derive::napi;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tooljig::BoxFuture;
-use tooljig::agent::http::HttpModel;
+use tooljig::agent::answer;
+use tooljig::agent::http::{HttpModel, HttpModelConfig};
 use tooljig::agent::{
     FallbackChain, ModelClient, ModelError, ModelErrorKind, ScriptedModel, Step, StreamSender,
 };
-use tooljig::providers::{ModelRequest, ModelTurn};
+use tooljig::providers::{ModelRequest, ModelTurn, Provider};
 use tooljig::stream::StreamEvent;
 
 /// Streams of the function model's calls in flight, by id.
@@ -80,26 +81,25 @@ impl Drop for CloseOnDrop {
     }
 }
 
-/// What the JS wrapper settled with.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Answer {
-    #[serde(default)]
-    turn: Option<Value>,
-    #[serde(default)]
-    error: Option<Value>,
+/// A model's answer or a script step from JavaScript with the core's keys. `error` holds data
+/// wherever else it appears; here it is the failure itself, whose keys are renamed too.
+fn answer_from_js(value: Value) -> Value {
+    match value {
+        Value::Object(mut m) => {
+            let error = m.remove("error").map(neutral::from_js);
+            let mut v = neutral::from_js(Value::Object(m));
+            if let (Some(e), Value::Object(v)) = (error, &mut v) {
+                v.insert("error".into(), e);
+            }
+            v
+        }
+        other => other,
+    }
 }
 
-fn model_error(value: Value) -> ModelError {
-    serde_json::from_value(neutral::from_js(value.clone())).unwrap_or_else(|e| {
-        ModelError::new(
-            ModelErrorKind::Other,
-            format!("the model function failed with an unreadable error ({e}): {value}"),
-        )
-    })
-}
-
-fn answer(kind: u8, payload: Value, name: &str) -> Result<ModelTurn, ModelError> {
+/// What the JS wrapper settled with: `{turn}` or `{error}` with camelCase keys, read by the
+/// core as every binding's model answers are.
+fn settled_answer(kind: u8, payload: Value, name: &str) -> Result<ModelTurn, ModelError> {
     if kind != OK {
         // The wrapper catches every failure of the app's function; only a bug lands here.
         return Err(ModelError::new(
@@ -107,28 +107,7 @@ fn answer(kind: u8, payload: Value, name: &str) -> Result<ModelTurn, ModelError>
             format!("the model function {name:?} failed: {payload}"),
         ));
     }
-    let answer: Answer = serde_json::from_value(payload).map_err(|e| {
-        ModelError::new(
-            ModelErrorKind::Other,
-            format!("malformed model answer: {e}"),
-        )
-    })?;
-    match (answer.turn, answer.error) {
-        (_, Some(error)) => Err(model_error(error)),
-        (Some(turn), None) => parse::<ModelTurn>("turn", turn).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::BadResponse,
-                format!(
-                    "the model function {name:?} returned an invalid turn: {}",
-                    e.reason
-                ),
-            )
-        }),
-        (None, None) => Err(ModelError::new(
-            ModelErrorKind::BadResponse,
-            format!("the model function {name:?} returned nothing"),
-        )),
-    }
+    answer::answer_from_value(answer_from_js(payload))
 }
 
 impl ModelClient for FunctionModel {
@@ -150,7 +129,7 @@ impl ModelClient for FunctionModel {
         Box::pin(async move {
             let (kind, payload) = dispatcher.wait(token, rx, None).await;
             drop(guard);
-            answer(kind, payload, &name)
+            settled_answer(kind, payload, &name)
         })
     }
 }
@@ -172,53 +151,6 @@ enum Kind {
 pub struct JsModel {
     pub(crate) client: Arc<dyn ModelClient>,
     kind: Kind,
-}
-
-/// Options of an HTTP model (camelCase at the JS edge; durations in milliseconds).
-#[derive(Deserialize, Default)]
-#[serde(default, deny_unknown_fields)]
-struct HttpModelOptions {
-    base_url: Option<String>,
-    api_key: Option<String>,
-    api_key_env: Option<String>,
-    timeout_ms: Option<u64>,
-    connect_timeout_ms: Option<u64>,
-    max_retries: Option<u32>,
-    initial_backoff_ms: Option<u64>,
-    max_backoff_ms: Option<u64>,
-    stream: Option<bool>,
-    strict: bool,
-}
-
-/// The `headers` option: an object of header names to string values, in its order.
-fn header_pairs(headers: Option<Value>) -> napi::Result<Vec<(String, String)>> {
-    let not_an_object = || {
-        invalid(
-            "HTTP model headers",
-            "expected an object of header names to values (strings)",
-        )
-    };
-    match headers {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Object(map)) => map
-            .into_iter()
-            .map(|(name, value)| match value {
-                Value::String(value) => Ok((name, value)),
-                _ => Err(not_an_object()),
-            })
-            .collect(),
-        Some(_) => Err(not_an_object()),
-    }
-}
-
-/// One step of a script from JavaScript: `{turn}` or `{error: {kind, message}}`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScriptStep {
-    #[serde(default)]
-    turn: Option<Value>,
-    #[serde(default)]
-    error: Option<Value>,
 }
 
 #[napi]
@@ -250,61 +182,33 @@ impl JsModel {
     #[napi(factory)]
     pub fn http(kind: String, model: String, options: Option<Value>) -> napi::Result<Self> {
         // Header names are the app's own spelling: taken out before option keys are renamed.
-        let (o, headers): (HttpModelOptions, _) = match options {
-            None | Some(Value::Null) => (HttpModelOptions::default(), None),
+        let config = match options {
+            None | Some(Value::Null) => Value::Object(Default::default()),
             Some(Value::Object(mut o)) => {
-                let headers = o.remove("headers");
-                (parse("HTTP model options", Value::Object(o))?, headers)
+                let headers = o.remove("headers").filter(|h| !h.is_null());
+                let strings = |h: &Value| {
+                    h.as_object()
+                        .is_some_and(|m| m.values().all(Value::is_string))
+                };
+                if headers.as_ref().is_some_and(|h| !strings(h)) {
+                    return Err(invalid(
+                        "HTTP model headers",
+                        "expected an object of header names to values (strings)",
+                    ));
+                }
+                let mut config = keys::rename(Value::Object(o), keys::snake, &[]);
+                if let (Some(h), Value::Object(c)) = (headers, &mut config) {
+                    c.insert("headers".into(), h);
+                }
+                config
             }
-            Some(o) => (parse("HTTP model options", o)?, None),
+            Some(_) => return Err(invalid("HTTP model options", "must be an object")),
         };
-        let mut m = match kind.as_str() {
-            "openai_compatible" | "openai_chat" => HttpModel::openai_compatible(model),
-            "openai_responses" => HttpModel::openai_responses(model),
-            "anthropic" => HttpModel::anthropic(model),
-            "gemini" => HttpModel::gemini(model),
-            other => {
-                return Err(invalid(
-                    "HTTP model",
-                    format!(
-                        "unknown kind {other:?}; expected openai_compatible, openai_responses, anthropic or gemini"
-                    ),
-                ));
-            }
-        };
-        if let Some(url) = o.base_url {
-            m = m.base_url(url);
-        }
-        if let Some(key) = o.api_key {
-            m = m.api_key(key);
-        }
-        if let Some(var) = o.api_key_env {
-            m = m.api_key_env(var);
-        }
-        if o.timeout_ms.is_some() || o.connect_timeout_ms.is_some() {
-            m = m.timeouts(
-                Duration::from_millis(o.timeout_ms.unwrap_or(120_000)),
-                Duration::from_millis(o.connect_timeout_ms.unwrap_or(10_000)),
-            );
-        }
-        if o.max_retries.is_some() || o.initial_backoff_ms.is_some() || o.max_backoff_ms.is_some() {
-            m = m.retries(
-                o.max_retries.unwrap_or(3),
-                Duration::from_millis(o.initial_backoff_ms.unwrap_or(500)),
-                Duration::from_millis(o.max_backoff_ms.unwrap_or(20_000)),
-            );
-        }
-        if let Some(stream) = o.stream {
-            m = m.stream(stream);
-        }
-        if o.strict {
-            m = m.strict();
-        }
-        for (name, value) in header_pairs(headers)? {
-            m = m
-                .header(name, value)
-                .map_err(|e| invalid("HTTP model headers", e.message))?;
-        }
+        let config: HttpModelConfig =
+            serde_json::from_value(config).map_err(|e| invalid("HTTP model options", e))?;
+        let provider = Provider::from_name(&kind).map_err(|e| invalid("HTTP model", e))?;
+        let m = HttpModel::from_config(provider, model, config)
+            .map_err(|e| invalid("HTTP model headers", e.message))?;
         Ok(JsModel {
             client: Arc::new(m),
             kind: Kind::Other,
@@ -321,27 +225,22 @@ impl JsModel {
         streaming: Option<bool>,
         forever: Option<Value>,
     ) -> napi::Result<Self> {
-        let mut script: Vec<Step> = Vec::with_capacity(steps.len());
-        for (i, s) in steps.into_iter().enumerate() {
-            let s: ScriptStep =
-                serde_json::from_value(s).map_err(|e| invalid(&format!("steps[{i}]"), e))?;
-            script.push(match (s.turn, s.error) {
-                (Some(t), None) => Step::Turn(parse(&format!("steps[{i}].turn"), t)?),
-                (None, Some(e)) => Step::Fail(parse(&format!("steps[{i}].error"), e)?),
-                _ => {
-                    return Err(invalid(
-                        &format!("steps[{i}]"),
-                        "expected {turn} or {error}",
-                    ));
-                }
-            });
-        }
+        let script = steps
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                answer::step_from_value(answer_from_js(s))
+                    .map_err(|e| invalid(&format!("steps[{i}]"), e))
+            })
+            .collect::<napi::Result<Vec<Step>>>()?;
         let mut model = ScriptedModel::new(name, script);
         if streaming == Some(true) {
             model = model.streaming();
         }
         if let Some(turn) = forever.filter(|t| !t.is_null()) {
-            model = model.then_forever(parse("forever", turn)?);
+            let turn = answer::turn_from_value(neutral::from_js(turn))
+                .map_err(|e| invalid("forever", e))?;
+            model = model.then_forever(turn);
         }
         let model = model.shared();
         Ok(JsModel {

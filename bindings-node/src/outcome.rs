@@ -9,11 +9,12 @@
 //! | 1 | threw a `ToolError` | `{code, message, retryable?, details?}` |
 //! | 2 | returned or threw `needs(...)` | the field names |
 //! | 3 | threw or rejected with anything else | the stack (or the value as text) |
+//! | 4 | threw `InvalidArguments` | `[{path, message}, ...]` |
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::str::FromStr;
-use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError};
+use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError, Violation};
 
 /// Kind of a settlement: returned data.
 pub const OK: u8 = 0;
@@ -23,6 +24,9 @@ pub const TOOL_ERROR: u8 = 1;
 pub const NEEDS: u8 = 2;
 /// Kind of a settlement: failed unexpectedly (the payload is the detail).
 pub const UNEXPECTED: u8 = 3;
+
+/// Kind of a settlement: threw `InvalidArguments` (its own validation refused the arguments).
+pub const INVALID_ARGUMENTS: u8 = 4;
 
 /// One settled call: its token and how it ended.
 pub type Settlement = (u64, u8, Value);
@@ -58,6 +62,7 @@ pub fn to_handler_result(kind: u8, payload: Value) -> HandlerResult {
             Value::String(s) => s,
             other => other.to_string(),
         })),
+        INVALID_ARGUMENTS => Err(invalid_arguments(payload)),
         other => Err(HandlerError::unexpected(format!(
             "the JavaScript layer settled a call with unknown kind {other}"
         ))),
@@ -73,6 +78,25 @@ pub fn to_failure(kind: u8, payload: Value, what: &str) -> HandlerError {
             "{what} returned needs(...), which only handlers may"
         )),
         Ok(v) => HandlerError::unexpected(format!("{what} returned {v}")),
+    }
+}
+
+/// The violations of an `InvalidArguments`, worded by the core.
+fn invalid_arguments(payload: Value) -> HandlerError {
+    #[derive(Deserialize)]
+    struct Thrown {
+        #[serde(default)]
+        path: Vec<Value>,
+        message: String,
+    }
+    match serde_json::from_value::<Vec<Thrown>>(payload) {
+        Ok(thrown) => HandlerError::invalid_arguments(
+            &thrown
+                .iter()
+                .map(|t| Violation::at_path(&t.path, t.message.clone()))
+                .collect::<Vec<_>>(),
+        ),
+        Err(e) => HandlerError::unexpected(format!("a malformed InvalidArguments was thrown: {e}")),
     }
 }
 

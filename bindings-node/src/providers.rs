@@ -6,7 +6,7 @@
 // napi registers free functions only outside test builds, where they look unused.
 #![cfg_attr(test, allow(dead_code))]
 
-use crate::neutral::{invalid, js, parse};
+use crate::convert::neutral::{invalid, js, parse};
 use napi::Status;
 use napi_derive::napi;
 use serde::Deserialize;
@@ -30,21 +30,9 @@ struct FormatOptions {
     openapi_schema: bool,
 }
 
-/// A provider from its wire name (`openai_chat`, `openai_responses`, `anthropic`, `gemini`).
+/// A provider from its name or one of the core's aliases (`openai_chat`, `openaiChat`, ...).
 pub fn provider(name: &str) -> napi::Result<Provider> {
-    // Spelled as the docs and the other bindings do (serde's own spelling is `open_ai_chat`).
-    match name {
-        "openai_chat" | "openaiChat" => Ok(Provider::OpenAiChat),
-        "openai_responses" | "openaiResponses" => Ok(Provider::OpenAiResponses),
-        "anthropic" => Ok(Provider::Anthropic),
-        "gemini" => Ok(Provider::Gemini),
-        _ => Err(invalid(
-            "provider",
-            format!(
-                "unknown provider {name:?}; expected openai_chat, openai_responses, anthropic or gemini"
-            ),
-        )),
-    }
+    Provider::from_name(name).map_err(|e| invalid("provider", e))
 }
 
 fn format(provider: Provider, o: &FormatOptions) -> Box<dyn ProviderFormat> {
@@ -99,6 +87,12 @@ impl JsProvider {
         Ok(JsProvider {
             format: format(provider(&name)?, &options),
         })
+    }
+
+    /// The provider's canonical name (`openai_chat`, ...), whichever alias built it.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.format.provider().name().to_string()
     }
 
     /// The request's tool definitions for these specs.

@@ -5,7 +5,7 @@
 // napi registers free functions only outside test builds, where they look unused.
 #![cfg_attr(test, allow(dead_code))]
 
-use crate::neutral::{invalid, js, parse};
+use crate::convert::neutral::{invalid, js, parse};
 use crate::providers::{provider, provider_error};
 use napi::Status;
 use napi::bindgen_prelude::Buffer;

@@ -290,3 +290,12 @@ test('a streaming scripted model streams its text in talk-first mode', async () 
   assert.equal(deltas.join(''), 'Hello there, nothing to run.')
   assert.equal((await run).answer, 'Hello there, nothing to run.')
 })
+
+test('a model function error with only an HTTP status gets its kind from the core', async () => {
+  for (const [status, kind] of [[429, 'rate_limited'], [401, 'auth'], [503, 'server'], [404, 'invalid_request'], [600, 'invalid_request']]) {
+    const m = Model.fromFunction(() => {
+      throw Object.assign(new Error(`HTTP ${status}`), { status })
+    })
+    await assert.rejects(m.respond({ model: 'm', messages: [] }), (e) => e.kind === kind && e.status === status)
+  }
+})

@@ -291,3 +291,14 @@ test('rollback runs the JS compensations latest first, each once; atomic batches
   assert.deepEqual(atomic.rollback.entries.map((e) => [e.callId, e.outcome]), [['b', 'compensated']])
   assert.deepEqual(undone.at(-1), ['cancel_booking', { arguments: { room: 4 }, result: { room: 4 } }])
 })
+
+test('rollback has nothing to undo for a read-only call', async () => {
+  const engine = new Engine()
+  engine.register('lookup', tool({ inputSchema: { type: 'object' }, execute: () => ({ free: true }) }), { effect: 'read' })
+  engine.register('book', tool({ inputSchema: { type: 'object' }, execute: () => ({ booking: 'b-1' }) }), { compensation: 'unbook' })
+  engine.register('unbook', tool({ inputSchema: { type: 'object' }, execute: () => null }))
+  const out = await engine.run([{ id: 'l', tool: 'lookup', arguments: {} }, { id: 'b', tool: 'book', arguments: {}, dependsOn: ['l'] }], { caller: alice })
+  const report = await engine.rollback(out.runId)
+  assert.deepEqual(report.entries.map((e) => [e.callId, e.outcome]), [['b', 'compensated'], ['l', 'nothing_to_undo']])
+  assert.doesNotMatch(report.entries[1].message, /cannot be undone/)
+})

@@ -128,3 +128,23 @@ test('the JSON protocol: schema, prompt, repaired plans with dependencies, one r
   assert.match(text, /"tool":"get_weather"/)
   assert.match(text, /"code":"not_found"/)
 })
+
+test('tool results go back for batches holding pending approvals and pending client calls', async () => {
+  const e = new Engine({ approvalRules: { minRisk: 'high' }, stateStore: 'memory' })
+  e.register('wire', { inputSchema: { type: 'object' }, execute: () => 'wired' }, { risk: 'high' })
+  e.register('locate', { description: 'Runs on the client.', inputSchema: { type: 'object' } })
+  const out = await e.run([{ id: 'w1', tool: 'wire', arguments: {} }, { id: 'l1', tool: 'locate', arguments: {} }])
+  assert.equal(out.results[0].status, 'pending_approval')
+  assert.equal(typeof out.results[0].approval.expiresAtMs, 'number')
+  for (const p of [Provider.openaiChat(), Provider.openaiResponses(), Provider.anthropic(), Provider.gemini()]) {
+    const back = JSON.stringify(p.toolResults(out))
+    assert.match(back, /pending_approval/)
+    assert.match(back, /pending_external/)
+  }
+})
+
+test('every spelling of a provider names the same one', () => {
+  for (const [alias, name] of [['openai', 'openai_chat'], ['openaiChat', 'openai_chat'], ['openai_compatible', 'openai_chat'], ['openaiResponses', 'openai_responses'], ['gemini', 'gemini']]) {
+    assert.equal(new Provider(alias).name, name)
+  }
+})

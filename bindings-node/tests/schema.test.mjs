@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { z } from 'zod'
-import { Engine, tool } from '../lib/index.mjs'
+import { Engine, InvalidArguments, tool } from '../lib/index.mjs'
 
 const weather = tool({
   description: 'The weather in a city.',
@@ -73,4 +73,16 @@ test('plain JSON Schema works without zod', async () => {
   }))
   const out = await e.run([{ tool: 'sum', arguments: { xs: [1, 2, 3] } }])
   assert.deepEqual(out.results[0].envelope, { ok: true, data: 6 })
+})
+
+test('a handler throwing InvalidArguments gets the same words as a schema violation, pointers escaped', async () => {
+  const e = new Engine().register('book', tool({
+    inputSchema: { type: 'object' },
+    execute: () => {
+      throw new InvalidArguments([{ path: ['slots', 0, 'a/b~'], message: 'overlaps' }, { message: 'too early' }])
+    },
+  }))
+  const [r] = (await e.run([{ tool: 'book', arguments: {} }])).results
+  assert.equal(r.envelope.error.message, "arguments do not match the tool's schema: at /slots/0/a~1b~0: overlaps; too early")
+  assert.deepEqual(r.envelope.error.errors, [{ pointer: '/slots/0/a~1b~0', message: 'overlaps' }, { pointer: '', message: 'too early' }])
 })

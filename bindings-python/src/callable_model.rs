@@ -17,9 +17,9 @@ use crate::outcome;
 use crate::providers::read;
 use crate::workers;
 use pyo3::prelude::*;
-use serde::Deserialize;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
+use tooljig::agent::answer;
 use tooljig::agent::{ModelClient, ModelError, ModelErrorKind, StreamSender};
 use tooljig::providers::{ModelRequest, ModelTurn};
 use tooljig::stream::StreamEvent;
@@ -34,14 +34,6 @@ tokio::task_local! {
 pub(crate) struct PyCallableModel {
     pub(crate) name: String,
     pub(crate) invoke: Arc<Py<PyAny>>,
-}
-
-/// What the package's wrapper returns.
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Answer {
-    Turn(ModelTurn),
-    Error(ModelError),
 }
 
 impl ModelClient for PyCallableModel {
@@ -88,14 +80,7 @@ impl ModelClient for PyCallableModel {
             let outcome = rx.await;
             drop(guard);
             match outcome {
-                Ok(Ok(value)) => match serde_json::from_value::<Answer>(value) {
-                    Ok(Answer::Turn(turn)) => Ok(turn),
-                    Ok(Answer::Error(e)) => Err(e),
-                    Err(e) => Err(ModelError::new(
-                        ModelErrorKind::BadResponse,
-                        format!("the Python model's answer is not a turn: {e}"),
-                    )),
-                },
+                Ok(Ok(value)) => answer::answer_from_value(value),
                 Ok(Err(e)) => Err(ModelError::new(ModelErrorKind::Other, handler_message(e))),
                 Err(_) => Err(ModelError::new(
                     ModelErrorKind::Other,

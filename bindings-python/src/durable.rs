@@ -19,29 +19,11 @@ use pyo3::prelude::*;
 use pyo3_async_runtimes::TaskLocals;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::str::FromStr;
 use std::sync::Arc;
 use tooljig::{
     ApprovalPredicate, ApprovalQuery, BatchOptions, BoxFuture, Caller, Decision, Engine, ErrorCode,
-    HandlerError, HostData, MemoryStore, SqliteStore, StateStore, ToolError,
+    HandlerError, HostData, ToolError,
 };
-
-/// The state store `Engine(state_store=...)` names: `"memory"` or `{"sqlite": path}` (the
-/// package's `MemoryStore()` and `SqliteStore(path)` give these).
-pub fn state_store(py: Python<'_>, option: &Bound<'_, PyAny>) -> PyResult<Arc<dyn StateStore>> {
-    let bad = |why: String| error::invalid_input(py, "state_store", why);
-    let value = convert::from_py(option).map_err(|e| bad(e.to_string()))?;
-    match value {
-        Value::String(s) if s == "memory" => Ok(Arc::new(MemoryStore::new())),
-        Value::Object(o) if o.len() == 1 => match o.get("sqlite") {
-            Some(Value::String(path)) => SqliteStore::open(path)
-                .map(|s| Arc::new(s) as Arc<dyn StateStore>)
-                .map_err(|e| bad(format!("cannot open {path:?}: {}", e.0))),
-            _ => Err(bad("expected \"memory\" or {\"sqlite\": path}".into())),
-        },
-        _ => Err(bad("expected \"memory\" or {\"sqlite\": path}".into())),
-    }
-}
 
 /// The approval predicate: `predicate(query)` gets `{tool, arguments, caller, risk}` and
 /// returns whether the call needs a human decision. Anything but a bool, or an exception,
@@ -124,8 +106,8 @@ enum Op {
     SubmitResult {
         run_id: String,
         call_id: String,
-        /// `{"result": data}` or `{"error": {code, message, retryable?, ...details}}`.
-        outcome: Map<String, Value>,
+        /// `{"result": data}` or `{"error": {code, message, retryable?, details?}}`.
+        outcome: Value,
     },
     PendingExternal {
         run_id: String,
@@ -140,36 +122,6 @@ enum Op {
         run_id: String,
         call_id: Option<String>,
     },
-}
-
-/// Reads a submitted client outcome.
-fn submitted(mut outcome: Map<String, Value>) -> Result<Result<Value, ToolError>, String> {
-    match (
-        outcome.remove("result"),
-        outcome.remove("error"),
-        outcome.is_empty(),
-    ) {
-        (Some(data), None, true) => Ok(Ok(data)),
-        (None, Some(Value::Object(mut e)), true) => {
-            let code = match e.remove("code") {
-                Some(Value::String(c)) => ErrorCode::from_str(&c).map_err(|e| e.to_string())?,
-                _ => return Err("error.code must be an error code".into()),
-            };
-            let message = match e.remove("message") {
-                Some(Value::String(m)) => m,
-                _ => return Err("error.message must be a string".into()),
-            };
-            let mut err = ToolError::new(code, message);
-            match e.remove("retryable") {
-                Some(Value::Bool(r)) => err = err.retryable(r),
-                None | Some(Value::Null) => {}
-                Some(_) => return Err("error.retryable must be a bool".into()),
-            }
-            err.details = e;
-            Ok(Err(err))
-        }
-        _ => Err("expected {\"result\": data} or {\"error\": {\"code\", \"message\"}}".into()),
-    }
 }
 
 fn value_of(v: &impl serde::Serialize) -> Value {
@@ -223,7 +175,7 @@ async fn perform(engine: &Engine, op: Op, live: BatchOptions) -> Msg {
             call_id,
             outcome,
         } => {
-            match submitted(outcome) {
+            match tooljig::external::outcome_from_value(outcome) {
                 Ok(outcome) => reply(
                     engine
                         .submit_result(&run_id, &call_id, outcome)
@@ -285,35 +237,6 @@ pub fn start<'py>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn map(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap_or_default()
-    }
-
-    #[test]
-    fn submitted_outcomes_are_read_strictly() {
-        assert_eq!(
-            submitted(map(json!({"result": {"ok": 1}})))
-                .unwrap()
-                .unwrap(),
-            json!({"ok": 1})
-        );
-        assert_eq!(
-            submitted(map(json!({"result": null}))).unwrap().unwrap(),
-            Value::Null
-        );
-        let e = submitted(map(
-            json!({"error": {"code": "not_found", "message": "gone", "retryable": true, "id": 3}}),
-        ))
-        .unwrap()
-        .unwrap_err();
-        assert_eq!(e.code, ErrorCode::NotFound);
-        assert!(e.retryable);
-        assert_eq!(e.details["id"], 3);
-        assert!(submitted(map(json!({"error": {"code": "nope", "message": "m"}}))).is_err());
-        assert!(submitted(map(json!({"result": 1, "error": {}}))).is_err());
-        assert!(submitted(map(json!({}))).is_err());
-    }
 
     #[test]
     fn operations_are_read_strictly() {

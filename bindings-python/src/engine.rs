@@ -17,8 +17,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tooljig::{
-    ApprovalRules, AuditQuery, AuditSink, BatchOptions, Call, Engine, Limits, Policy,
-    SchemaResources, Settings, Tool, ToolSpec,
+    AuditQuery, AuditSink, BatchOptions, Call, Engine, EngineOptions, Settings, Tool, ToolSpec,
 };
 
 /// The native engine. The package's `tooljig.Engine` wraps it with the decorator, `run`,
@@ -61,41 +60,34 @@ impl PyEngine {
         state_store: Option<&Bound<'_, PyAny>>,
         approval_predicate: Option<(Py<PyAny>, bool)>,
     ) -> PyResult<Self> {
-        let mut engine = match schema_resources {
-            Some(r) => {
-                let map: HashMap<String, Value> = convert::from_py_as(r)
-                    .map_err(|e| error::invalid_input(py, "schema_resources", e))?;
-                Engine::new().with_schema_resources(SchemaResources::new(map))
+        // The data options go to the core's one parser; only the app's callables are wired here.
+        let data = [
+            ("limits", limits),
+            ("schema_resources", schema_resources.map(|r| r.as_any())),
+            ("settings", settings),
+            ("approval_rules", approval_rules),
+            ("audit", audit),
+            ("state_store", state_store),
+        ];
+        let mut options = serde_json::Map::new();
+        for (name, value) in data {
+            if let Some(value) = value.filter(|v| !v.is_none()) {
+                let value = convert::from_py(value)
+                    .map_err(|e| error::invalid_input(py, name, e.to_string()))?;
+                options.insert(name.into(), value);
             }
-            None => Engine::new(),
-        };
-        if let Some(limits) = limits.filter(|l| !l.is_none()) {
-            engine = engine.with_limits(read_limits(py, limits)?);
-        }
-        if let Some(settings) = settings.filter(|s| !s.is_none()) {
-            let settings: Settings = convert::from_py_as(settings)
-                .map_err(|e| error::invalid_input(py, "settings", e))?;
-            engine = engine.with_settings(settings);
-        }
-        if let Some(rules) = approval_rules.filter(|r| !r.is_none()) {
-            let rules: ApprovalRules = convert::from_py_as(rules)
-                .map_err(|e| error::invalid_input(py, "approval_rules", e))?;
-            engine = engine.with_approval_rules(rules);
         }
         if let Some(ms) = external_expiry_ms {
-            engine = engine.with_external_expiry_ms(ms);
+            options.insert("external_expiry_ms".into(), ms.into());
         }
-        if let Some(sink) = audit.filter(|a| !a.is_none()) {
-            engine = engine.with_audit(guards::audit_sink(py, sink)?);
-        }
+        let mut engine = EngineOptions::from_value(Value::Object(options))
+            .and_then(EngineOptions::build)
+            .map_err(|e| error::invalid_input(py, &e.option, e.message))?;
         if let Some((hook, is_async)) = policy_hook {
             engine = engine.with_policy_hook(Arc::new(PyPolicyHook::new(hook, is_async)));
         }
         for (name, (resolver, is_async)) in resolvers.unwrap_or_default() {
             engine = engine.with_resolver(name, Arc::new(PyResolver::new(resolver, is_async)));
-        }
-        if let Some(store) = state_store.filter(|s| !s.is_none()) {
-            engine = engine.with_state_store(durable::state_store(py, store)?);
         }
         if let Some((predicate, is_async)) = approval_predicate {
             engine = engine
@@ -118,18 +110,7 @@ impl PyEngine {
     ) -> PyResult<()> {
         let value = convert::from_py(spec)
             .map_err(|e| error::invalid_spec(py, format!("the tool spec is not JSON: {e}")))?;
-        let name = value
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        if let Some(policy) = value.get("policy") {
-            serde_json::from_value::<Policy>(policy.clone()).map_err(|e| {
-                error::invalid_policy(py, format!("tool {name:?}: invalid policy: {e}"))
-            })?;
-        }
-        let spec: ToolSpec = serde_json::from_value(value)
-            .map_err(|e| error::invalid_spec(py, format!("invalid spec of tool {name:?}: {e}")))?;
+        let spec = ToolSpec::from_value(value).map_err(|e| e.into_py_err(py))?;
         let tool = match invoke {
             Some(f) => {
                 let kind = if is_async { Kind::Async } else { Kind::Sync };
@@ -307,22 +288,4 @@ impl PyEngine {
             )
         })
     }
-}
-
-/// Reads `limits` (a dict), refusing keys the core's `Limits` does not have.
-fn read_limits(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Limits> {
-    let value =
-        convert::from_py(obj).map_err(|e| error::invalid_input(py, "limits", e.to_string()))?;
-    let known = serde_json::to_value(Limits::default()).unwrap_or(Value::Null);
-    if let (Some(given), Some(known)) = (value.as_object(), known.as_object()) {
-        if let Some(bad) = given.keys().find(|k| !known.contains_key(*k)) {
-            let names: Vec<&String> = known.keys().collect();
-            return Err(error::invalid_input(
-                py,
-                "limits",
-                format!("unknown field `{bad}`, expected one of {names:?}"),
-            ));
-        }
-    }
-    serde_json::from_value(value).map_err(|e| error::invalid_input(py, "limits", e.to_string()))
 }

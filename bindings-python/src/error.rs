@@ -15,6 +15,7 @@
 //! ├── InvalidInputError          calls, caller or options passed to a run are malformed
 //! ├── ShutdownError              the interpreter is exiting; no new batch starts
 //! ├── ToolError                  raised by handlers to choose an error code
+//! ├── InvalidArguments           raised by a handler's own validation, with its violations
 //! └── Needs                      raised or returned by handlers for missing fields
 //! ```
 
@@ -43,6 +44,8 @@ pub struct Classes {
     pub tool_error: Py<PyType>,
     /// `tooljig.errors.Needs`
     pub needs: Py<PyType>,
+    /// `tooljig.errors.InvalidArguments`
+    pub invalid_arguments: Py<PyType>,
 }
 
 /// The classes, importing `tooljig.errors` on first use.
@@ -63,6 +66,7 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
             shutdown: get("ShutdownError")?,
             tool_error: get("ToolError")?,
             needs: get("Needs")?,
+            invalid_arguments: get("InvalidArguments")?,
         })
     })
 }
@@ -88,6 +92,7 @@ impl IntoPyErr for RegistrationError {
             RegistrationError::Duplicate(_) => raise(py, |c| &c.duplicate, message),
             RegistrationError::InvalidSchema { .. } => raise(py, |c| &c.invalid_schema, message),
             RegistrationError::InvalidPolicy { .. } => raise(py, |c| &c.invalid_policy, message),
+            RegistrationError::InvalidSpec { .. } => raise(py, |c| &c.registration, message),
             // Variants added to the core later still raise a RegistrationError.
             #[allow(unreachable_patterns)]
             _ => raise(py, |c| &c.registration, message),

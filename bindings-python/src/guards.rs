@@ -8,7 +8,6 @@
 //! exception, or an answer of the wrong shape, fails closed (`internal_error`, the traceback
 //! on the result's `detail`).
 
-use crate::convert;
 use crate::error;
 use crate::handler::{Kind, call_python};
 use crate::runtime;
@@ -18,8 +17,8 @@ use serde_json::Value;
 use std::sync::Arc;
 use tooljig::audit::AuditError;
 use tooljig::{
-    AccessDecision, AccessRequest, AuditSink, BoxFuture, HandlerError, HostData, JsonlAudit,
-    MemoryAudit, PolicyHook, Resolution, ResolveRequest, Resolver, SqliteAudit,
+    AccessDecision, AccessRequest, BoxFuture, HandlerError, HostData, PolicyHook, Resolution,
+    ResolveRequest, Resolver,
 };
 
 /// An app callable and how it runs.
@@ -106,27 +105,6 @@ impl Resolver for PyResolver {
         let answer = self.0.ask(request, host, "a resolver");
         Box::pin(async move { resolution(answer.await?) })
     }
-}
-
-/// The audit sink `Engine(audit=...)` names: `"memory"`, `{"sqlite": path}` or
-/// `{"jsonl": path}` (the package's `MemoryAudit`, `SqliteAudit`, `JsonlAudit` give these).
-pub fn audit_sink(py: Python<'_>, option: &Bound<'_, PyAny>) -> PyResult<Arc<dyn AuditSink>> {
-    let bad = |why: String| error::invalid_input(py, "audit", why);
-    let value = convert::from_py(option).map_err(|e| bad(e.to_string()))?;
-    let expected = || "expected \"memory\", {\"sqlite\": path} or {\"jsonl\": path}".to_owned();
-    Ok(match value {
-        Value::String(s) if s == "memory" => Arc::new(MemoryAudit::new()),
-        Value::Object(o) if o.len() == 1 => match o.iter().next() {
-            Some((kind, Value::String(path))) if kind == "sqlite" => {
-                Arc::new(SqliteAudit::open(path).map_err(|e| bad(e.to_string()))?)
-            }
-            Some((kind, Value::String(path))) if kind == "jsonl" => {
-                Arc::new(JsonlAudit::open(path).map_err(|e| bad(e.to_string()))?)
-            }
-            _ => return Err(bad(expected())),
-        },
-        _ => return Err(bad(expected())),
-    })
 }
 
 /// Runs an audit read on the runtime, detached from the interpreter, and maps a storage

@@ -6,15 +6,15 @@
 use crate::callable_model::PyCallableModel;
 use crate::convert;
 use crate::error;
-use crate::providers::{read, write};
+use crate::providers::write;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyMapping;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use tooljig::agent::http::HttpModel;
-use tooljig::agent::{FallbackChain, ModelClient, ModelError, ScriptedModel, Step};
-use tooljig::providers::ModelTurn;
+use tooljig::agent::http::{HttpModel, HttpModelConfig};
+use tooljig::agent::{FallbackChain, ModelClient, ScriptedModel, Step, answer};
 
 /// A model the agent can call: a Python callable, an HTTP API, a fallback chain, or a
 /// script for tests.
@@ -35,20 +35,11 @@ impl PyModel {
     }
 }
 
-/// A step of a script: a turn dict, or `{"error": {"kind": ..., "message": ...}}`.
+/// A step of a script: a turn dict, a str, or `{"error": {"kind": ..., "message": ...}}`,
+/// read by the core as every binding's scripts are.
 fn script_step(obj: &Bound<'_, PyAny>) -> PyResult<Step> {
     let value = convert::from_py(obj)?;
-    if let Some(e) = value
-        .get("error")
-        .filter(|_| value.get("finish_reason").is_none())
-    {
-        let e: ModelError = serde_json::from_value(e.clone())
-            .map_err(|e| error::invalid_input(obj.py(), "script step", e.to_string()))?;
-        return Ok(Step::Fail(e));
-    }
-    let turn: ModelTurn = serde_json::from_value(value)
-        .map_err(|e| error::invalid_input(obj.py(), "script step", e.to_string()))?;
-    Ok(Step::Turn(turn))
+    answer::step_from_value(value).map_err(|e| error::invalid_input(obj.py(), "script step", e))
 }
 
 fn ms(v: u64) -> Duration {
@@ -86,7 +77,9 @@ impl PyModel {
             model = model.streaming();
         }
         if let Some(turn) = then_forever.filter(|t| !t.is_none()) {
-            model = model.then_forever(read(turn, "then_forever")?);
+            let turn = answer::turn_from_value(convert::from_py(turn)?)
+                .map_err(|e| error::invalid_input(turn.py(), "then_forever", e))?;
+            model = model.then_forever(turn);
         }
         let model = Arc::new(model);
         Ok(PyModel {
@@ -135,41 +128,23 @@ impl PyModel {
         max_backoff_ms: Option<u64>,
         headers: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        use tooljig::providers::Provider;
-        let mut m = match crate::providers::provider_named(py, provider)? {
-            Provider::OpenAiChat => HttpModel::openai_compatible(model),
-            Provider::OpenAiResponses => HttpModel::openai_responses(model),
-            Provider::Anthropic => HttpModel::anthropic(model),
-            Provider::Gemini => HttpModel::gemini(model),
+        let provider = crate::providers::provider_named(py, provider)?;
+        let mut config = serde_json::Map::new();
+        let mut set = |key: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                config.insert(key.into(), v);
+            }
         };
-        if let Some(url) = base_url {
-            m = m.base_url(url);
-        }
-        if let Some(key) = api_key {
-            m = m.api_key(key);
-        }
-        if let Some(var) = api_key_env {
-            m = m.api_key_env(var);
-        }
-        if let Some(s) = stream {
-            m = m.stream(s);
-        }
-        if strict {
-            m = m.strict();
-        }
-        if timeout_ms.is_some() || connect_timeout_ms.is_some() {
-            m = m.timeouts(
-                ms(timeout_ms.unwrap_or(120_000)),
-                ms(connect_timeout_ms.unwrap_or(10_000)),
-            );
-        }
-        if max_retries.is_some() || initial_backoff_ms.is_some() || max_backoff_ms.is_some() {
-            m = m.retries(
-                max_retries.unwrap_or(3),
-                ms(initial_backoff_ms.unwrap_or(500)),
-                ms(max_backoff_ms.unwrap_or(20_000)),
-            );
-        }
+        set("base_url", base_url.map(Value::from));
+        set("api_key", api_key.map(Value::from));
+        set("api_key_env", api_key_env.map(Value::from));
+        set("stream", stream.map(Value::from));
+        set("strict", Some(strict.into()));
+        set("timeout_ms", timeout_ms.map(Value::from));
+        set("connect_timeout_ms", connect_timeout_ms.map(Value::from));
+        set("max_retries", max_retries.map(Value::from));
+        set("initial_backoff_ms", initial_backoff_ms.map(Value::from));
+        set("max_backoff_ms", max_backoff_ms.map(Value::from));
         if let Some(headers) = headers.filter(|h| !h.is_none()) {
             let not_a_mapping = || {
                 error::invalid_input(
@@ -182,14 +157,18 @@ impl PyModel {
                 .cast::<PyMapping>()
                 .map_err(|_| not_a_mapping())?
                 .items()?;
+            let mut map = serde_json::Map::new();
             for item in items.iter() {
                 let (name, value): (String, String) =
                     item.extract().map_err(|_| not_a_mapping())?;
-                m = m
-                    .header(name, value)
-                    .map_err(|e| error::invalid_input(py, "headers", e.message))?;
+                map.insert(name, value.into());
             }
+            set("headers", Some(Value::Object(map)));
         }
+        let config: HttpModelConfig = serde_json::from_value(Value::Object(config))
+            .map_err(|e| error::invalid_input(py, "HTTP model options", e.to_string()))?;
+        let m = HttpModel::from_config(provider, model, config)
+            .map_err(|e| error::invalid_input(py, "headers", e.message))?;
         Ok(PyModel::plain(Arc::new(m)))
     }
 

@@ -5,6 +5,7 @@
 //! - `Needs(...)` raised or returned → the `needs` outcome;
 //! - `ToolError(code, message, retryable, **details)` raised or returned → that error, shown
 //!   to the model as is;
+//! - `InvalidArguments((path, message), ...)` raised → the core's `invalid_arguments` error;
 //! - any other exception → an unexpected failure: the model sees a sanitized message, the
 //!   traceback goes to `CallResult.detail` for the app.
 
@@ -14,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use serde_json::{Map, Value};
 use std::str::FromStr;
-use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError};
+use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError, Violation};
 
 /// What a handler returned, read as the core's outcome.
 pub fn from_value(obj: &Bound<'_, PyAny>) -> HandlerResult {
@@ -45,6 +46,12 @@ pub fn from_error(py: Python<'_>, err: &PyErr) -> HandlerError {
         if exc.is_instance(c.tool_error.bind(py)).unwrap_or(false) {
             return tool_error(exc);
         }
+        if exc
+            .is_instance(c.invalid_arguments.bind(py))
+            .unwrap_or(false)
+        {
+            return invalid_arguments(exc);
+        }
     }
     HandlerError::Unexpected {
         detail: traceback(py, err),
@@ -65,6 +72,27 @@ pub fn traceback(py: Python<'_>, err: &PyErr) -> String {
     match formatted {
         Ok(text) => text.trim_end().to_owned(),
         Err(_) => err.to_string(),
+    }
+}
+
+fn invalid_arguments(obj: &Bound<'_, PyAny>) -> HandlerError {
+    let read = || -> PyResult<Vec<Violation>> {
+        let pairs: Vec<(Bound<'_, PyAny>, String)> = obj.getattr("violations")?.extract()?;
+        pairs
+            .into_iter()
+            .map(|(path, message)| {
+                let Value::Array(path) = convert::from_py(&path)? else {
+                    return Ok(Violation::at_path(&[], message));
+                };
+                Ok(Violation::at_path(&path, message))
+            })
+            .collect()
+    };
+    match read() {
+        Ok(violations) => HandlerError::invalid_arguments(&violations),
+        Err(e) => HandlerError::unexpected(format!(
+            "an InvalidArguments without readable violations: {e}"
+        )),
     }
 }
 

@@ -91,29 +91,7 @@ pub fn provider_error(py: Python<'_>, message: String) -> PyErr {
 
 /// The provider named `name` (`openai_chat`, `openai_responses`, `anthropic`, `gemini`).
 pub fn provider_named(py: Python<'_>, name: &str) -> PyResult<Provider> {
-    match name {
-        "openai_chat" | "openai" => Ok(Provider::OpenAiChat),
-        "openai_responses" => Ok(Provider::OpenAiResponses),
-        "anthropic" => Ok(Provider::Anthropic),
-        "gemini" => Ok(Provider::Gemini),
-        other => Err(error::invalid_input(
-            py,
-            "provider",
-            format!(
-                "unknown provider {other:?}, expected one of \"openai_chat\", \"openai_responses\", \"anthropic\", \"gemini\""
-            ),
-        )),
-    }
-}
-
-/// The Python spelling of a provider.
-pub fn provider_name(provider: Provider) -> &'static str {
-    match provider {
-        Provider::OpenAiChat => "openai_chat",
-        Provider::OpenAiResponses => "openai_responses",
-        Provider::Anthropic => "anthropic",
-        Provider::Gemini => "gemini",
-    }
+    Provider::from_name(name).map_err(|e| error::invalid_input(py, "provider", e))
 }
 
 /// The options of a format; kept so `tools(specs, strict=...)` can build a variant.
@@ -184,7 +162,7 @@ impl PyProvider {
     /// The provider's name.
     #[getter]
     fn name(&self) -> &'static str {
-        provider_name(self.options.provider)
+        self.options.provider.name()
     }
 
     /// Whether tools are offered in OpenAI strict mode.

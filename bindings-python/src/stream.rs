@@ -54,7 +54,7 @@ impl PyStreamParser {
     /// The provider whose stream this parses.
     #[getter]
     fn provider(&self) -> &'static str {
-        providers::provider_name(self.provider)
+        self.provider.name()
     }
 
     /// Feeds bytes as they arrive (split anywhere); returns the events they complete.

@@ -270,3 +270,23 @@ async def test_rollback_runs_python_compensations_latest_first(flavour: str) -> 
     assert len(undone) == 2 and again["entries"][0]["call_id"] == "b1"
     with pytest.raises(TypeError):
         engine.compensate_with("book", "nope")  # type: ignore[arg-type]
+
+
+async def test_rollback_has_nothing_to_undo_for_a_read_only_call() -> None:
+    engine = tooljig.Engine()
+    engine.register("lookup", "Reads.", None, lambda args: {"free": True}, effect="read")
+    engine.register("book", "Books.", None, lambda args: {"booking": "b-1"}, compensation="unbook")
+    engine.register("unbook", "Cancels.", None, lambda args: None)
+    out = await engine.run(
+        [
+            {"id": "l", "tool": "lookup", "arguments": {}},
+            {"id": "b", "tool": "book", "arguments": {}, "depends_on": ["l"]},
+        ],
+        caller=ALICE,
+    )
+    assert out.run_id
+    report = await engine.rollback(out.run_id)
+    entries = {e["call_id"]: e for e in report["entries"]}
+    assert entries["l"]["outcome"] == "nothing_to_undo"
+    assert "cannot be undone" not in entries["l"]["message"]
+    assert entries["b"]["outcome"] == "compensated"

@@ -40,6 +40,36 @@ def test_registration_errors_raise_at_registration_by_type(engine: tooljig.Engin
     assert [s["name"] for s in engine.specs()] == ["search", "dup"]
 
 
+async def test_boolean_schemas_register_as_json_schema_defines_them(engine: tooljig.Engine) -> None:
+    engine.register("anything", "Takes anything.", True, lambda args: args, output_schema=True)
+    engine.register("nothing", "Takes nothing.", False, lambda args: args)
+    assert [s["input_schema"] for s in engine.specs()] == [True, False]
+    out = await engine.run([
+        {"tool": "anything", "arguments": {"x": 1}},
+        {"tool": "nothing", "arguments": {}},
+    ])
+    assert out[0].envelope == {"ok": True, "data": {"x": 1}}
+    assert out[1].error_code == "invalid_arguments"
+
+
+async def test_a_handlers_own_validation_reports_violations_in_the_cores_words(
+    engine: tooljig.Engine,
+) -> None:
+    def book(args: dict[str, int]) -> None:
+        raise tooljig.InvalidArguments((("slots", 0, "a/b~"), "overlaps"), ((), "too early"))
+
+    engine.register("book", "Books.", {"type": "object"}, book)
+    [r] = await engine.run([{"tool": "book", "arguments": {}}])
+    error = r.envelope["error"]
+    assert error["message"] == (
+        "arguments do not match the tool's schema: at /slots/0/a~1b~0: overlaps; too early"
+    )
+    assert error["errors"] == [
+        {"pointer": "/slots/0/a~1b~0", "message": "overlaps"},
+        {"pointer": "", "message": "too early"},
+    ]
+
+
 async def test_raw_schema_tools_get_the_arguments_dict_and_optionally_the_context(engine: tooljig.Engine) -> None:
     engine.register("one", "One argument.", OBJECT, lambda args: args["q"].upper())
 

@@ -46,6 +46,18 @@ def test_unknown_provider_is_refused() -> None:
         Provider("cohere")
 
 
+def test_every_spelling_of_a_provider_names_the_same_one() -> None:
+    # The core's one table of names: canonical, then the aliases every binding accepts.
+    for alias, name in [
+        ("openai", "openai_chat"),
+        ("openaiChat", "openai_chat"),
+        ("openai_compatible", "openai_chat"),
+        ("openaiResponses", "openai_responses"),
+        ("anthropic", "anthropic"),
+    ]:
+        assert Provider(alias).name == name
+
+
 def test_openai_tools_and_strict_mode() -> None:
     chat = Provider("openai_chat")
     tools = chat.tools([WEATHER])

@@ -74,6 +74,8 @@ pub enum RollbackOutcome {
     Compensated,
     /// Its tool has no compensation: the effect stays.
     NotReversible,
+    /// Its tool only reads (`Effect::Read`): it changed nothing, so there is nothing to undo.
+    NothingToUndo,
     /// Its compensation failed (see the envelope); a later rollback tries it again.
     Failed,
     /// An earlier rollback already compensated it.
@@ -116,7 +118,9 @@ impl RollbackReport {
         self.entries.iter().all(|e| {
             matches!(
                 e.outcome,
-                RollbackOutcome::Compensated | RollbackOutcome::AlreadyRolledBack
+                RollbackOutcome::Compensated
+                    | RollbackOutcome::AlreadyRolledBack
+                    | RollbackOutcome::NothingToUndo
             )
         })
     }

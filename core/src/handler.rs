@@ -3,6 +3,7 @@
 use crate::caller::Caller;
 use crate::envelope::ToolError;
 use crate::error_code::ErrorCode;
+use crate::violation::Violation;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -73,6 +74,12 @@ impl HandlerError {
     /// Missing fields the model should ask the user for.
     pub fn needs<I: IntoIterator<Item = S>, S: Into<String>>(fields: I) -> Self {
         HandlerError::Needs(fields.into_iter().map(Into::into).collect())
+    }
+
+    /// Arguments that passed the JSON Schema but not the handler's own validation (pydantic,
+    /// zod, refinements): the same `invalid_arguments` error the schema check gives.
+    pub fn invalid_arguments(violations: &[Violation]) -> Self {
+        HandlerError::Tool(crate::violation::invalid_arguments(violations))
     }
 
     /// An unexpected failure; `detail` never reaches the model.

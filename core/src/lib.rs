@@ -30,8 +30,10 @@ pub mod error_code;
 pub mod events;
 pub mod handler;
 pub mod policy;
+pub mod registration_error;
 pub mod spec;
 pub mod tool;
+pub mod violation;
 
 // The path of one call: plan (steps 1–2), then per call the guards, durable steps and
 // execution (steps 3–11), driven by the engine.
@@ -91,3 +93,4 @@ pub use store::{MemoryStore, SqliteStore, StateStore};
 pub use telemetry::TelemetrySnapshot;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::Tool;
+pub use violation::Violation;

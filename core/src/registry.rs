@@ -1,41 +1,13 @@
 //! The registry: tools by name, schemas compiled once at registration.
 
 use crate::handler::Handler;
+pub use crate::registration_error::RegistrationError;
 use crate::schema::{CompiledSchema, SchemaResources};
 use crate::spec::{ToolSpec, check_name};
 use crate::tool::Tool;
 use arc_swap::ArcSwap;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// A registration mistake, raised at registration and never at call time.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RegistrationError {
-    /// The name breaks the providers' rule.
-    #[error("invalid tool name: {0}")]
-    InvalidName(String),
-    /// A tool with that name (or alias) is already registered.
-    #[error("a tool named {0:?} is already registered")]
-    Duplicate(String),
-    /// The input or output schema does not compile.
-    #[error("tool {tool:?}: {which} {message}")]
-    InvalidSchema {
-        /// The tool.
-        tool: String,
-        /// `input schema` or `output schema`.
-        which: &'static str,
-        /// What the compiler said.
-        message: String,
-    },
-    /// The policy is inconsistent (e.g. zero attempts).
-    #[error("tool {tool:?}: invalid policy: {message}")]
-    InvalidPolicy {
-        /// The tool.
-        tool: String,
-        /// What is wrong.
-        message: String,
-    },
-}
 
 /// A registered tool: its spec, compiled schemas and handler.
 pub struct RegisteredTool {

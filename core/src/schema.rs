@@ -3,11 +3,11 @@
 //! Missing required properties become the `needs` envelope; any other violation becomes
 //! `invalid_arguments` with a JSON pointer and a message per error.
 
-use crate::envelope::{Envelope, ToolError};
-use crate::error_code::ErrorCode;
+use crate::envelope::Envelope;
+use crate::violation::invalid_arguments;
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Retrieve, Uri, Validator};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -62,14 +62,7 @@ pub enum Verdict {
     Invalid(Vec<Violation>),
 }
 
-/// One schema violation, phrased for a model.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Violation {
-    /// JSON pointer of the offending value in the arguments (`""` for the whole).
-    pub pointer: String,
-    /// What is wrong, in words a model can act on.
-    pub message: String,
-}
+pub use crate::violation::Violation;
 
 impl CompiledSchema {
     /// Compiles a schema (draft 2020-12 by default, or whatever its `$schema` names).
@@ -140,36 +133,14 @@ pub fn arguments_envelope(verdict: Verdict) -> Option<Envelope> {
     match verdict {
         Verdict::Valid => None,
         Verdict::Needs(fields) => Some(Envelope::Needs(fields)),
-        Verdict::Invalid(violations) => {
-            let summary = violations
-                .iter()
-                .map(|v| {
-                    if v.pointer.is_empty() {
-                        v.message.clone()
-                    } else {
-                        format!("at {}: {}", v.pointer, v.message)
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
-            let errors: Vec<Value> = violations
-                .iter()
-                .map(|v| json!({"pointer": v.pointer, "message": v.message}))
-                .collect();
-            Some(Envelope::Error(
-                ToolError::new(
-                    ErrorCode::InvalidArguments,
-                    format!("arguments do not match the tool's schema: {summary}"),
-                )
-                .with("errors", errors),
-            ))
-        }
+        Verdict::Invalid(violations) => Some(Envelope::Error(invalid_arguments(&violations))),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn schema() -> CompiledSchema {
         CompiledSchema::compile(

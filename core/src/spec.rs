@@ -1,6 +1,7 @@
 //! Tool specs: the provider-neutral description of a tool, and the name rule.
 
 use crate::policy::Policy;
+use crate::registration_error::RegistrationError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -47,6 +48,40 @@ impl ToolSpec {
             original_name: None,
             policy: Policy::default(),
         }
+    }
+}
+
+impl ToolSpec {
+    /// A spec from data, as the bindings receive it: its policy read on its own, so that a
+    /// mistake in it is reported as `invalid_policy` naming the tool, and any other as
+    /// `invalid_spec`.
+    pub fn from_value(value: Value) -> Result<ToolSpec, RegistrationError> {
+        let Value::Object(mut map) = value else {
+            return Err(RegistrationError::InvalidSpec {
+                tool: "?".into(),
+                message: "a tool spec must be an object".into(),
+            });
+        };
+        let tool = map
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
+        let policy = match map.remove("policy") {
+            None | Some(Value::Null) => Policy::default(),
+            Some(p) => serde_json::from_value(p).map_err(|e| RegistrationError::InvalidPolicy {
+                tool: tool.clone(),
+                message: e.to_string(),
+            })?,
+        };
+        let mut spec: ToolSpec = serde_json::from_value(Value::Object(map)).map_err(|e| {
+            RegistrationError::InvalidSpec {
+                tool,
+                message: e.to_string(),
+            }
+        })?;
+        spec.policy = policy;
+        Ok(spec)
     }
 }
 
@@ -98,5 +133,23 @@ mod tests {
         assert!(check_name("a.b").is_err());
         assert!(check_name(&"x".repeat(65)).is_err());
         assert_eq!(provider_safe_name("math.factorial"), "math_factorial");
+    }
+
+    #[test]
+    fn from_value_names_what_is_wrong() {
+        let spec = ToolSpec::from_value(serde_json::json!({"name": "t", "input_schema": true}));
+        assert_eq!(spec.unwrap().input_schema, true);
+        let policy = ToolSpec::from_value(serde_json::json!({"name": "t", "policy": {"nope": 1}}));
+        let e = policy.unwrap_err();
+        assert_eq!(e.code(), "invalid_policy");
+        assert!(
+            e.to_string()
+                .starts_with("tool \"t\": invalid policy: unknown field `nope`"),
+            "{e}"
+        );
+        let e = ToolSpec::from_value(serde_json::json!({"name": "t", "extra": 1})).unwrap_err();
+        assert_eq!(e.code(), "invalid_spec");
+        let e = ToolSpec::from_value(serde_json::json!([])).unwrap_err();
+        assert_eq!(e.code(), "invalid_spec");
     }
 }

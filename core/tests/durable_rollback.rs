@@ -190,6 +190,47 @@ async fn one_call_can_be_rolled_back_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_call_has_nothing_to_undo_and_keeps_the_rollback_complete() {
+    let (engine, _log) = engine();
+    engine
+        .register(
+            Tool::from_fn(
+                "lookup",
+                "Looks a room up.",
+                json!({"type": "object"}),
+                |_, _| async { Ok(json!({"free": true})) },
+            )
+            .policy(Policy::default().effect(Effect::Read)),
+        )
+        .unwrap();
+    let out = engine
+        .run(
+            vec![
+                Call::new("l", "lookup", json!({})),
+                Call::new("b", "book", json!({"room": 2})).depends_on("l"),
+            ],
+            Caller::default(),
+            BatchOptions::default(),
+        )
+        .await;
+    let report = engine
+        .rollback(out.run_id.as_deref().unwrap(), None)
+        .await
+        .unwrap();
+    use RollbackOutcome::*;
+    assert_eq!(
+        outcomes(&report),
+        [("b".into(), Compensated), ("l".into(), NothingToUndo)]
+    );
+    assert!(report.entries[1].message.contains("only reads"));
+    assert!(!report.entries[1].message.contains("cannot be undone"));
+    assert!(
+        report.complete(),
+        "a read changed nothing: the rollback is whole"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_atomic_batch_that_fails_is_compensated_automatically() {
     let (engine, log) = engine();
     let out = engine

@@ -28,6 +28,7 @@ from tooljig.durable import MemoryStore, SqliteStore
 from tooljig.engine import Engine, EventStream
 from tooljig.errors import (
     DuplicateToolError,
+    InvalidArguments,
     InvalidInputError,
     InvalidPolicyError,
     InvalidSchemaError,
@@ -47,7 +48,17 @@ from tooljig.stream import StreamParser, UiMessageStream
 __version__: str = _native.__version__
 
 __all__ = [
-    "Agent", "AgentState", "HttpModel", "ModelClient", "ModelError", "Provider", "ProviderError", "RunOutcome", "ScriptedModel", "StreamParser", "UiMessageStream",  # issue 7
+    "Agent",
+    "AgentState",
+    "HttpModel",
+    "ModelClient",
+    "ModelError",
+    "Provider",
+    "ProviderError",
+    "RunOutcome",
+    "ScriptedModel",
+    "StreamParser",
+    "UiMessageStream",
     "BatchResult",
     "Call",
     "CallResult",
@@ -57,6 +68,7 @@ __all__ = [
     "ErrorCode",
     "Event",
     "EventStream",
+    "InvalidArguments",
     "InvalidInputError",
     "InvalidPolicyError",
     "InvalidSchemaError",

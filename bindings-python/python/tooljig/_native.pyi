@@ -313,10 +313,10 @@ class Model:
     @staticmethod
     def scripted(
         name: str,
-        steps: Sequence[Mapping[str, Any]],
+        steps: Sequence[Mapping[str, Any] | str],
         *,
         streaming: bool = False,
-        then_forever: Mapping[str, Any] | None = None,
+        then_forever: Mapping[str, Any] | str | None = None,
     ) -> Model: ...
     @staticmethod
     def http(

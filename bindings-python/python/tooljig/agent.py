@@ -138,26 +138,13 @@ class ModelError(TooljigError):
         return out
 
 
-def turn_dict(turn: TurnLike) -> dict[str, Any]:
-    """A model's answer as a turn dict: a str is a text answer; a missing ``finish_reason``
-    is ``tool_calls`` when there are calls, else ``stop``."""
-    if isinstance(turn, str):
-        return {"content": turn, "finish_reason": "stop"}
-    if not isinstance(turn, Mapping):
-        raise TypeError(f"a model must return a turn dict or a str, not {type(turn).__name__}")
-    out = dict(turn)
-    if "finish_reason" not in out:
-        out["finish_reason"] = "tool_calls" if out.get("tool_calls") else "stop"
-    return out
-
-
 def _wrap(fn: ModelFn) -> Callable[[dict[str, Any], Emit], Any]:
     """The invoker the native model calls: the answer as ``{"turn": ...}`` or
     ``{"error": ...}``. Sync callables run on a worker thread, async ones on the run's loop."""
 
     async def finish(pending: Awaitable[TurnLike]) -> dict[str, Any]:
         try:
-            return {"turn": turn_dict(await pending)}
+            return {"turn": await pending}
         except ModelError as e:
             return {"error": e.to_dict()}
 
@@ -175,7 +162,7 @@ def _wrap(fn: ModelFn) -> Callable[[dict[str, Any], Emit], Any]:
             return {"error": e.to_dict()}
         if inspect.isawaitable(answer):
             return finish(answer)
-        return {"turn": turn_dict(answer)}
+        return {"turn": answer}
 
     return invoke
 
@@ -204,16 +191,8 @@ def ScriptedModel(  # noqa: N802 - a constructor
     ``{"error": {"kind": ..., "message": ...}}``. ``streaming`` streams each turn like a
     provider; ``then_forever`` answers every request after the script. ``model.requests()``
     lists what it received."""
-    played = [
-        (
-            dict(s)
-            if isinstance(s, Mapping) and "error" in s and "finish_reason" not in s
-            else turn_dict(s)
-        )
-        for s in steps
-    ]
-    forever = turn_dict(then_forever) if then_forever is not None else None
-    return Model.scripted(name, played, streaming=streaming, then_forever=forever)
+    # The core reads each step (a turn, a str, an error) as it reads every binding's scripts.
+    return Model.scripted(name, list(steps), streaming=streaming, then_forever=then_forever)
 
 
 def FallbackChain(  # noqa: N802 - a constructor

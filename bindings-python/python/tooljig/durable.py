@@ -156,10 +156,10 @@ class DurableRuns:
         if error is not None:
             outcome: dict[str, Any] = {
                 "error": {
-                    **error.details,
                     "code": error.code.value,
                     "message": error.message,
                     "retryable": error.retryable,
+                    "details": error.details,
                 }
             }
         else:

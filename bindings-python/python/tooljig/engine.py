@@ -232,10 +232,10 @@ class Engine(DurableRuns):
         self,
         name: str,
         description: str,
-        input_schema: Mapping[str, Any] | None,
+        input_schema: Mapping[str, Any] | bool | None,
         handler: Callable[..., Any] | None,
         *,
-        output_schema: Mapping[str, Any] | type | None = None,
+        output_schema: Mapping[str, Any] | bool | type | None = None,
         **policy: Any,
     ) -> None:
         """Registers a tool with a raw JSON Schema (draft 2020-12 or draft 7).
@@ -243,23 +243,28 @@ class Engine(DurableRuns):
         ``handler(arguments)`` or ``handler(arguments, ctx)`` receives the validated
         arguments dict; it may be ``def`` or ``async def``. ``handler=None`` registers a
         client-side tool: its calls end as ``pending_external``. ``input_schema=None`` accepts
-        any object. Policy as for :meth:`tool`.
+        any object; a boolean schema (``True`` accepts anything, ``False`` nothing) is taken
+        as JSON Schema defines it. Policy as for :meth:`tool`.
         """
         retry = policy.pop("retry", None)
         options = _policy(_DEFAULT, retry, None, None, None, policy)
         invoke = invoker_for_schema(handler) if handler is not None else None
         is_async = handler is not None and is_async_callable(handler)
-        schema = dict(input_schema) if input_schema is not None else None
+        schema = (
+            input_schema
+            if input_schema is None or isinstance(input_schema, bool)
+            else dict(input_schema)
+        )
         self._register(name, description, schema, invoke, is_async, output_schema, options)
 
     def _register(
         self,
         name: str,
         description: str,
-        input_schema: dict[str, Any] | None,
+        input_schema: dict[str, Any] | bool | None,
         invoke: Callable[..., Any] | None,
         is_async: bool,
-        output_schema: Mapping[str, Any] | type | None,
+        output_schema: Mapping[str, Any] | bool | type | None,
         policy: dict[str, Any],
     ) -> None:
         spec: dict[str, Any] = {"name": name, "description": description, "policy": policy}

@@ -12,6 +12,7 @@
     ├── InvalidInputError          calls, caller or options given to a run are malformed
     ├── ShutdownError              the interpreter is exiting; no new batch starts
     ├── ToolError                  raised (or returned) by a handler to choose an error code
+    ├── InvalidArguments           raised by a handler's own validation: arguments are wrong
     └── Needs                      raised (or returned) by a handler: fields are missing
 
 Handlers raise :class:`ToolError` and :class:`Needs`; everything else a handler raises becomes
@@ -21,12 +22,14 @@ an ``internal_error`` envelope with a sanitized message, and its traceback goes 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tooljig.codes import ErrorCode
 
 __all__ = [
     "DuplicateToolError",
+    "InvalidArguments",
     "InvalidInputError",
     "InvalidPolicyError",
     "InvalidSchemaError",
@@ -109,6 +112,31 @@ class ToolError(TooljigError):
         self.retryable = retryable
         self.details = details
         super().__init__(f"{self.code.value}: {message}")
+
+
+class InvalidArguments(TooljigError):
+    """Raised by a handler whose own validation (pydantic validators, checks JSON Schema
+    cannot express) refuses arguments that passed the tool's schema.
+
+    Each violation is a ``(path, message)`` pair, ``path`` the keys and indexes leading to
+    the offending value (empty for the whole). The model sees the same ``invalid_arguments``
+    error a schema violation gives, worded by the core::
+
+        raise InvalidArguments((("end",), "must be after start"))
+    """
+
+    violations: tuple[tuple[tuple[str | int, ...], str], ...]
+
+    def __init__(self, *violations: tuple[Sequence[str | int], str]) -> None:
+        if not violations:
+            raise ValueError("InvalidArguments() names at least one violation")
+        self.violations = tuple((tuple(path), str(message)) for path, message in violations)
+        super().__init__(
+            "; ".join(
+                f"at /{'/'.join(map(str, path))}: {message}" if path else message
+                for path, message in self.violations
+            )
+        )
 
 
 class Needs(TooljigError):

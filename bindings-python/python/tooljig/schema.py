@@ -27,8 +27,7 @@ from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema
 
 from tooljig._native import ToolContext
-from tooljig.codes import ErrorCode
-from tooljig.errors import ToolError, UnsupportedTypeError
+from tooljig.errors import InvalidArguments, UnsupportedTypeError
 
 __all__ = ["ToolDef", "from_function", "invoker_for_schema"]
 
@@ -208,17 +207,8 @@ def invoker_for_schema(handler: Callable[..., Any]) -> Invoke:
     return lambda args, ctx: handler(args)
 
 
-def _invalid_arguments(e: pydantic.ValidationError) -> ToolError:
-    errors = [
-        {"pointer": "".join(f"/{part}" for part in err["loc"]), "message": err["msg"]}
-        for err in e.errors(include_url=False)
-    ]
-    summary = "; ".join(f"at {x['pointer']}: {x['message']}" for x in errors)
-    return ToolError(
-        ErrorCode.INVALID_ARGUMENTS,
-        f"arguments do not match the tool's schema: {summary}",
-        errors=errors,
-    )
+def _invalid_arguments(e: pydantic.ValidationError) -> InvalidArguments:
+    return InvalidArguments(*((err["loc"], err["msg"]) for err in e.errors(include_url=False)))
 
 
 def _with_description(annotation: Any, text: str) -> Any:
@@ -264,10 +254,15 @@ def _first_line(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
-def output_schema_of(spec: Mapping[str, Any] | type | None) -> dict[str, Any] | None:
-    """An output schema from a dict (taken as is) or a type (pydantic's schema of it)."""
+def output_schema_of(
+    spec: Mapping[str, Any] | bool | type | None,
+) -> dict[str, Any] | bool | None:
+    """An output schema from a dict or a boolean schema (taken as is) or a type (pydantic's
+    schema of it)."""
     if spec is None:
         return None
+    if isinstance(spec, bool):
+        return spec
     if isinstance(spec, Mapping):
         return dict(spec)
     try:

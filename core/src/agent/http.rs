@@ -64,6 +64,38 @@ impl HttpOptions {
     }
 }
 
+/// The options of an HTTP model as data: what Python's keyword arguments and JavaScript's
+/// options object hold, read by [`HttpModel::from_config`]. Durations are in milliseconds;
+/// every unset option keeps the provider's default of [`HttpOptions`] (the key from the
+/// provider's environment variable, streaming, 3 retries with backoff from 500 ms to 20 s,
+/// 120 s request and 10 s connect timeouts).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpModelConfig {
+    /// The API's base URL.
+    pub base_url: Option<String>,
+    /// The API key; read from the environment when unset.
+    pub api_key: Option<String>,
+    /// The environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// Time allowed for one request, streaming included.
+    pub timeout_ms: Option<u64>,
+    /// Time allowed to connect.
+    pub connect_timeout_ms: Option<u64>,
+    /// Retries after the first attempt.
+    pub max_retries: Option<u32>,
+    /// First backoff; doubles each retry.
+    pub initial_backoff_ms: Option<u64>,
+    /// Longest backoff.
+    pub max_backoff_ms: Option<u64>,
+    /// Ask for a server-sent-event stream.
+    pub stream: Option<bool>,
+    /// OpenAI strict mode (see [`HttpModel::strict`]).
+    pub strict: bool,
+    /// Extra headers (names to string values), replacing defaults of the same name.
+    pub headers: serde_json::Map<String, serde_json::Value>,
+}
+
 /// A model behind an HTTP API.
 pub struct HttpModel {
     model: String,
@@ -113,6 +145,60 @@ impl HttpModel {
             .headers
             .push(("anthropic-version".into(), "2023-06-01".into()));
         HttpModel::build(model, Arc::new(Anthropic::default()), options)
+    }
+
+    /// The provider's model with its default options.
+    pub fn for_provider(provider: Provider, model: impl Into<String>) -> Self {
+        match provider {
+            Provider::OpenAiChat => HttpModel::openai_compatible(model),
+            Provider::OpenAiResponses => HttpModel::openai_responses(model),
+            Provider::Anthropic => HttpModel::anthropic(model),
+            Provider::Gemini => HttpModel::gemini(model),
+        }
+    }
+
+    /// The provider's model with the options of `config` over its defaults; a header that
+    /// is not valid HTTP (or not a string) is refused as `invalid_request`.
+    pub fn from_config(
+        provider: Provider,
+        model: impl Into<String>,
+        config: HttpModelConfig,
+    ) -> Result<Self, ModelError> {
+        let mut m = HttpModel::for_provider(provider, model);
+        if let Some(url) = config.base_url {
+            m = m.base_url(url);
+        }
+        let o = &mut m.options;
+        o.api_key = config.api_key.or(o.api_key.take());
+        if let Some(var) = config.api_key_env {
+            o.api_key_env = Some(var);
+        }
+        let ms = Duration::from_millis;
+        o.timeout = config.timeout_ms.map_or(o.timeout, ms);
+        o.connect_timeout = config.connect_timeout_ms.map_or(o.connect_timeout, ms);
+        o.max_retries = config.max_retries.unwrap_or(o.max_retries);
+        o.initial_backoff = config.initial_backoff_ms.map_or(o.initial_backoff, ms);
+        o.max_backoff = config.max_backoff_ms.map_or(o.max_backoff, ms);
+        o.stream = config.stream.unwrap_or(o.stream);
+        m.rebuild_client();
+        if config.strict {
+            m = m.strict();
+        }
+        for (name, value) in config.headers {
+            let serde_json::Value::String(value) = value else {
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidRequest,
+                    format!("the value of header {name:?} must be a string"),
+                ));
+            };
+            m = m.header(name, value)?;
+        }
+        Ok(m)
+    }
+
+    /// The options in effect.
+    pub fn http_options(&self) -> &HttpOptions {
+        &self.options
     }
 
     fn build(

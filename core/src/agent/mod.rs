@@ -10,7 +10,9 @@
 //!   client-side tools can be stored and resumed.
 //! - [`AgentOptions`] holds the limits (steps, tool calls per step and per run, a deadline,
 //!   a token budget), the act-first / talk-first mode and the tool protocol (native or
-//!   seed 002's JSON).
+//!   a JSON-structured answer).
+//! - [`answer`] reads what a model written in the app's language answered (a turn, a
+//!   string, a failure), so every binding defaults turns and classifies failures alike.
 //!
 //! See `docs/agent-loop.md`.
 //!
@@ -39,6 +41,7 @@
 //! # });
 //! ```
 
+pub mod answer;
 mod context;
 mod executor;
 pub mod fallback;

@@ -53,6 +53,20 @@ pub enum ModelErrorKind {
     Other,
 }
 
+impl ModelErrorKind {
+    /// The kind of a failed HTTP answer's status: what the HTTP clients and the bindings'
+    /// model functions (an SDK error carrying a `status`) both go by.
+    pub fn from_status(status: u16) -> Self {
+        match status {
+            429 => ModelErrorKind::RateLimited,
+            401 | 403 => ModelErrorKind::Auth,
+            408 => ModelErrorKind::Timeout,
+            500..=599 => ModelErrorKind::Server,
+            _ => ModelErrorKind::InvalidRequest,
+        }
+    }
+}
+
 /// A failed model call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{kind:?}: {message}")]
@@ -82,13 +96,7 @@ impl ModelError {
 
     /// The error for an HTTP status.
     pub fn from_status(status: u16, body: &str) -> Self {
-        let kind = match status {
-            429 => ModelErrorKind::RateLimited,
-            401 | 403 => ModelErrorKind::Auth,
-            408 => ModelErrorKind::Timeout,
-            500..=599 => ModelErrorKind::Server,
-            _ => ModelErrorKind::InvalidRequest,
-        };
+        let kind = ModelErrorKind::from_status(status);
         let mut e = ModelError::new(kind, format!("HTTP {status}: {body:.500}"));
         e.status = Some(status);
         e

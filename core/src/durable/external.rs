@@ -16,6 +16,44 @@ use crate::registry::Snapshot;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// What a client submitted for a client-side call, as data: `{"result": data}`, or
+/// `{"error": {code, message, retryable?, details?}}` for a failure the model should see.
+/// Every binding hands its client's outcome to this one reader.
+pub fn outcome_from_value(value: Value) -> Result<Result<Value, ToolError>, String> {
+    /// The failure a client reports.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Failure {
+        code: ErrorCode,
+        message: String,
+        #[serde(default)]
+        retryable: Option<bool>,
+        #[serde(default)]
+        details: serde_json::Map<String, Value>,
+    }
+    const SHAPE: &str = "expected {\"result\": data} or {\"error\": {\"code\", \"message\"}}";
+    let Value::Object(mut outcome) = value else {
+        return Err(SHAPE.into());
+    };
+    match (
+        outcome.remove("result"),
+        outcome.remove("error"),
+        outcome.is_empty(),
+    ) {
+        (Some(data), None, true) => Ok(Ok(data)),
+        (None, Some(e), true) => {
+            let f: Failure = serde_json::from_value(e).map_err(|e| format!("error: {e}"))?;
+            let mut err = ToolError::new(f.code, f.message);
+            if let Some(retryable) = f.retryable {
+                err = err.retryable(retryable);
+            }
+            err.details = f.details;
+            Ok(Err(err))
+        }
+        _ => Err(SHAPE.into()),
+    }
+}
+
 /// Where a client-side call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -230,4 +268,39 @@ pub async fn pending(store: &dyn StateStore, run_id: &str) -> Result<Vec<Externa
         .filter_map(|(_, v)| serde_json::from_value::<ExternalCall>(v.value).ok())
         .filter(|c| c.status == ExternalStatus::Pending && c.expires_at_ms > now)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn outcomes_are_read_strictly() {
+        assert_eq!(
+            outcome_from_value(json!({"result": {"ok": 1}})),
+            Ok(Ok(json!({"ok": 1})))
+        );
+        assert_eq!(
+            outcome_from_value(json!({"result": null})),
+            Ok(Ok(Value::Null))
+        );
+        let e = outcome_from_value(json!({"error": {"code": "not_found", "message": "gone",
+            "retryable": true, "details": {"id": 3}}}))
+        .unwrap()
+        .unwrap_err();
+        assert_eq!((e.code, e.retryable), (ErrorCode::NotFound, true));
+        assert_eq!(e.details["id"], 3);
+        for bad in [
+            json!({"error": {"code": "nope", "message": "m"}}),
+            json!({"error": {"code": "not_found", "message": "m", "id": 3}}),
+            json!({"error": {"code": "not_found"}}),
+            json!({"result": 1, "error": {}}),
+            json!({"result": 1, "extra": 2}),
+            json!({}),
+            json!([1]),
+        ] {
+            assert!(outcome_from_value(bad.clone()).is_err(), "{bad}");
+        }
+    }
 }

@@ -14,6 +14,7 @@ use crate::call::CallResult;
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::handler::{HandlerError, HostData, ToolContext, UNEXPECTED_MESSAGE};
+use crate::policy::Effect;
 use crate::registry::Snapshot;
 use crate::spec::ToolSpec;
 use futures::FutureExt;
@@ -201,6 +202,21 @@ async fn undo(
                 );
             }
         },
+        (None, None)
+            if snapshot
+                .get(&result.tool)
+                .is_some_and(|t| t.spec.policy.effect == Effect::Read) =>
+        {
+            return entry(
+                RollbackOutcome::NothingToUndo,
+                None,
+                None,
+                format!(
+                    "tool {:?} only reads: it changed nothing to undo",
+                    result.tool
+                ),
+            );
+        }
         (None, None) => {
             return entry(
                 RollbackOutcome::NotReversible,

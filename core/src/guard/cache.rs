@@ -40,8 +40,8 @@ pub fn key(tool: &str, policy: &CachePolicy, caller: &Caller, arguments: &Value)
     Some(into_string(out))
 }
 
-/// Where cached results live. The in-process one is the default; a shared one (Redis)
-/// implements this trait.
+/// Where cached results live. The in-process one is the default and the only one shipped; a
+/// cache shared by several processes would implement this trait.
 pub trait ResultCache: Send + Sync + 'static {
     /// The data stored under `key`, if still fresh.
     fn get(&self, key: &str) -> BoxFuture<Option<Value>>;

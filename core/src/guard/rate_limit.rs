@@ -3,9 +3,9 @@
 //! The limit is a GCRA (generic cell rate algorithm): `max` calls per `per_ms`, one cell
 //! replenished every `per_ms / max`, with up to `burst` calls at once. The engine only talks
 //! to the [`RateLimiter`] seam; [`InProcessLimiter`] implements it with the `governor` crate
-//! (lock-free GCRA state per key). A limiter shared by several processes (Redis, with the
-//! same GCRA as a Lua script) implements the same trait and is passed to
-//! [`crate::Engine::with_rate_limiter`]; nothing else changes.
+//! (lock-free GCRA state per key), so a limit holds per process. A limiter shared by several
+//! processes would implement the same trait and be passed to
+//! [`crate::Engine::with_rate_limiter`]; none is shipped yet.
 
 use crate::handler::BoxFuture;
 use governor::clock::{Clock, MonotonicClock};
@@ -55,8 +55,8 @@ pub enum RateDecision {
     },
 }
 
-/// Where rate-limit budgets live. The in-process one is the default; a shared one (Redis)
-/// implements this trait. An implementation decides itself how to fail when its store is
+/// Where rate-limit budgets live. The in-process one is the default and the only one shipped;
+/// a limiter shared by several processes would implement this trait. An implementation decides itself how to fail when its store is
 /// unreachable (open or closed) and says so in its docs.
 pub trait RateLimiter: Send + Sync + 'static {
     /// Takes one cell from the budget, or says how long to wait.

@@ -31,7 +31,7 @@ pub struct ApprovalPolicy {
     pub approver_roles: Vec<String>,
 }
 
-/// Default of [`ApprovalPolicy::expires_ms`]: 24 hours, as seed 004's Redis TTL.
+/// Default of [`ApprovalPolicy::expires_ms`]: 24 hours, a working day for someone to decide.
 pub const DEFAULT_APPROVAL_EXPIRY_MS: u64 = 24 * 60 * 60 * 1000;
 
 impl Default for ApprovalPolicy {

@@ -49,20 +49,81 @@ pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
 
 /// The model APIs tooljig speaks.
+///
+/// Each has one canonical name (`openai_chat`, `openai_responses`, `anthropic`, `gemini`),
+/// which serde and [`Provider::name`] write; [`Provider::from_name`] and serde also read the
+/// aliases in [`Provider::ALIASES`], so every binding accepts the same spellings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
 pub enum Provider {
     /// OpenAI Chat Completions, and every server that copies it (Ollama, vLLM, llama.cpp).
+    #[serde(
+        rename = "openai_chat",
+        alias = "openai",
+        alias = "openaiChat",
+        alias = "openai_compatible",
+        alias = "openaiCompatible"
+    )]
     OpenAiChat,
     /// OpenAI Responses.
+    #[serde(rename = "openai_responses", alias = "openaiResponses")]
     OpenAiResponses,
     /// Anthropic Messages.
+    #[serde(rename = "anthropic")]
     Anthropic,
     /// Google Gemini `generateContent`.
+    #[serde(rename = "gemini")]
     Gemini,
 }
 
 impl Provider {
+    /// Every provider, in the order errors list them.
+    pub const ALL: [Provider; 4] = [
+        Provider::OpenAiChat,
+        Provider::OpenAiResponses,
+        Provider::Anthropic,
+        Provider::Gemini,
+    ];
+
+    /// The other spellings accepted for a provider: the bindings' idioms (camelCase in
+    /// JavaScript) and the names people reach for (`openai`, `openai_compatible`).
+    pub const ALIASES: &'static [(&'static str, Provider)] = &[
+        ("openai", Provider::OpenAiChat),
+        ("openaiChat", Provider::OpenAiChat),
+        ("openai_compatible", Provider::OpenAiChat),
+        ("openaiCompatible", Provider::OpenAiChat),
+        ("openaiResponses", Provider::OpenAiResponses),
+    ];
+
+    /// The canonical name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat => "openai_chat",
+            Provider::OpenAiResponses => "openai_responses",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+        }
+    }
+
+    /// The provider a name or alias stands for; the error lists the canonical names.
+    pub fn from_name(name: &str) -> Result<Provider, String> {
+        Provider::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .or_else(|| {
+                Provider::ALIASES
+                    .iter()
+                    .find(|(alias, _)| *alias == name)
+                    .map(|(_, p)| *p)
+            })
+            .ok_or_else(|| {
+                let names: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown provider {name:?}; expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+
     /// The format with default options.
     pub fn format(self) -> Box<dyn ProviderFormat> {
         match self {
@@ -593,4 +654,29 @@ pub(crate) fn push_result(out: &mut Vec<Message>, result: ToolResult) {
 /// Reads a token count that may be missing.
 pub(crate) fn count(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Provider;
+
+    #[test]
+    fn names_and_aliases_read_the_same_in_serde_and_from_name() {
+        for p in Provider::ALL {
+            assert_eq!(Provider::from_name(p.name()), Ok(p));
+            assert_eq!(serde_json::to_value(p).unwrap(), p.name());
+        }
+        for (alias, p) in Provider::ALIASES {
+            assert_eq!(Provider::from_name(alias), Ok(*p));
+            assert_eq!(
+                serde_json::from_value::<Provider>((*alias).into()).unwrap(),
+                *p
+            );
+        }
+        let e = Provider::from_name("open_ai_chat").unwrap_err();
+        assert!(
+            e.contains("openai_chat, openai_responses, anthropic, gemini"),
+            "{e}"
+        );
+    }
 }

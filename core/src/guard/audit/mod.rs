@@ -51,7 +51,7 @@ pub enum AuditError {
 
 /// Where audit records go. [`record`](AuditSink::record) never blocks the call path;
 /// [`flush`](AuditSink::flush) resolves once every record handed over before it is durable.
-/// A PostgreSQL sink (seed 004's table) implements the same trait.
+/// The shipped sinks are [`SqliteAudit`], [`JsonlAudit`] and [`MemoryAudit`].
 pub trait AuditSink: Send + Sync + 'static {
     /// Takes one record, already serialized ([`AuditEntry`]); the sink assigns its sequence
     /// number and chain hash ([`chain::Chain::next`] splices and hashes the entry's content).

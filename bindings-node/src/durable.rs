@@ -9,11 +9,9 @@
 //! binding's own records are camelCase; arguments, values, envelopes and step details pass
 //! through untouched (`keys.rs`).
 
-use crate::approval_predicate::JsApprovalPredicate;
-use crate::dispatcher::Dispatcher;
+use crate::convert::keys;
 use crate::engine::{JsEngine, batch_text, result_value};
 use crate::handler::JsHandler;
-use crate::keys;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -21,67 +19,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use tooljig::approval::ApprovalRecord;
-use tooljig::{
-    ApprovalRules, BatchResult, Caller, Decision, Engine, ErrorCode, MemoryStore, RollbackReport,
-    RunRecord, SqliteStore, ToolError,
-};
+use tooljig::{BatchResult, Caller, Decision, RollbackReport, RunRecord, ToolError};
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> napi::Error {
     napi::Error::new(Status::InvalidArg, format!("{what}: {e}"))
-}
-
-/// Applies the durable-run engine options (already snake_case at the first level):
-/// `state_store` (`"memory"` or `{sqlite: path}`), `approval_rules` (`{minRisk}`),
-/// `approval_predicate` (true when the JS layer holds one) and `external_expiry_ms`.
-pub fn configure(
-    mut engine: Engine,
-    options: &mut Map<String, Value>,
-    dispatcher: &Arc<Dispatcher>,
-) -> napi::Result<Engine> {
-    match options.remove("state_store") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) if s == "memory" => {
-            engine = engine.with_state_store(Arc::new(MemoryStore::new()));
-        }
-        Some(Value::Object(o)) if o.len() == 1 && o.get("sqlite").is_some_and(Value::is_string) => {
-            let path = o["sqlite"].as_str().unwrap_or_default();
-            let store = SqliteStore::open(path).map_err(|e| {
-                invalid(
-                    "engine options.stateStore",
-                    format!("cannot open {path:?}: {e}"),
-                )
-            })?;
-            engine = engine.with_state_store(Arc::new(store));
-        }
-        Some(_) => {
-            return Err(invalid(
-                "engine options.stateStore",
-                "expected \"memory\" or {sqlite: path}",
-            ));
-        }
-    }
-    if let Some(rules) = options.remove("approval_rules").filter(|r| !r.is_null()) {
-        let rules: ApprovalRules = serde_json::from_value(rules)
-            .map_err(|e| invalid("engine options.approvalRules", e))?;
-        engine = engine.with_approval_rules(rules);
-    }
-    if options.remove("approval_predicate") == Some(Value::Bool(true)) {
-        engine =
-            engine.with_approval_predicate(Arc::new(JsApprovalPredicate::new(dispatcher.clone())));
-    }
-    if let Some(ms) = options
-        .remove("external_expiry_ms")
-        .filter(|m| !m.is_null())
-    {
-        let ms = ms.as_u64().ok_or_else(|| {
-            invalid(
-                "engine options.externalExpiryMs",
-                format!("expected a whole number of milliseconds, got {ms}"),
-            )
-        })?;
-        engine = engine.with_external_expiry_ms(ms);
-    }
-    Ok(engine)
 }
 
 /// The answer of an async method as the JS layer reads it.
@@ -152,31 +93,11 @@ fn batch_value(out: &BatchResult) -> Value {
     serde_json::from_str(&batch_text(out)).unwrap_or(Value::Null)
 }
 
-/// A client's outcome for a client-side call: `{"result": data}` or `{"error": {code,
-/// message, retryable?, details?}}`.
+/// A client's outcome for a client-side call, read by the core's one reader of them.
 fn submitted(text: &str) -> napi::Result<Result<Value, ToolError>> {
     let bad = |e: &dyn std::fmt::Display| invalid("submitResult outcome", e);
-    let mut outcome: Map<String, Value> = serde_json::from_str(text).map_err(|e| bad(&e))?;
-    match (outcome.remove("result"), outcome.remove("error")) {
-        (Some(data), None) => Ok(Ok(data)),
-        (None, Some(Value::Object(mut e))) => {
-            let code: ErrorCode = serde_json::from_value(e.remove("code").unwrap_or_default())
-                .map_err(|err| bad(&format!("error.code: {err}")))?;
-            let message = match e.remove("message") {
-                Some(Value::String(m)) => m,
-                _ => return Err(bad(&"error.message must be a string")),
-            };
-            let mut err = ToolError::new(code, message);
-            if let Some(Value::Bool(r)) = e.remove("retryable") {
-                err = err.retryable(r);
-            }
-            if let Some(Value::Object(details)) = e.remove("details") {
-                err.details = details;
-            }
-            Ok(Err(err))
-        }
-        _ => Err(bad(&"expected {result} or {error: {code, message}}")),
-    }
+    let outcome: Value = serde_json::from_str(text).map_err(|e| bad(&e))?;
+    tooljig::external::outcome_from_value(outcome).map_err(|e| bad(&e))
 }
 
 #[napi]
@@ -400,6 +321,7 @@ impl JsEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tooljig::ErrorCode;
 
     #[test]
     fn submitted_outcomes_are_read_strictly() {

@@ -232,7 +232,7 @@ mod tests {
         let text = to_camel_json(&v, &[""]);
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(&text).unwrap(),
-            crate::keys::rename(v, crate::keys::camel, &[])
+            crate::convert::keys::rename(v, crate::convert::keys::camel, &[])
         );
     }
 }

@@ -5,8 +5,8 @@
 //! `{allow, reason}`; it may be async. Anything else, a throw, or a rejection fails closed:
 //! the core refuses the call.
 
+use crate::convert::keys;
 use crate::dispatcher::{AppFunction, Dispatcher};
-use crate::keys;
 use crate::outcome::{OK, to_failure};
 use serde_json::Value;
 use std::sync::Arc;

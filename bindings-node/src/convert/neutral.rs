@@ -7,7 +7,7 @@
 //! through byte for byte, as `keys.rs` promises for the engine's objects. A spec's `policy`
 //! follows the engine's rule (its keys and its `retry`'s).
 
-use crate::keys;
+use crate::convert::keys;
 use serde_json::{Map, Value};
 
 /// Keys (snake_case spelling) whose values are data, never renamed.
@@ -59,7 +59,25 @@ fn convert(value: Value, rename: fn(&str) -> String) -> Value {
         Value::Array(items) => {
             Value::Array(items.into_iter().map(|v| convert(v, rename)).collect())
         }
+        Value::Number(n) => Value::Number(whole(n)),
         other => other,
+    }
+}
+
+/// A JavaScript number that holds a whole value as an integer. napi hands every number
+/// outside the 32-bit range over as a float (a timestamp in ms is one), which the core's
+/// integer fields (`expires_at_ms`, `duration_us`) would refuse.
+fn whole(n: serde_json::Number) -> serde_json::Number {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: beyond it a float is no exact integer
+    match n.as_f64() {
+        Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() <= EXACT => {
+            if f >= 0.0 {
+                (f as u64).into()
+            } else {
+                (f as i64).into()
+            }
+        }
+        _ => n,
     }
 }
 
@@ -97,6 +115,15 @@ mod tests {
                 "usage": {"inputTokens": 3}})
         );
         assert_eq!(from_js(js), turn);
+    }
+
+    #[test]
+    fn whole_floats_become_integers_outside_data() {
+        let from = json!({"expires_at_ms": 1.7e12, "ratio": 0.5, "arguments": {"n": 2.0}});
+        let v = from_js(from);
+        assert_eq!(v["expires_at_ms"].as_u64(), Some(1_700_000_000_000));
+        assert_eq!(v["ratio"], 0.5);
+        assert!(v["arguments"]["n"].is_f64(), "data passes untouched");
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! other value, a throw or a rejection is an error, which the core counts as "needs approval":
 //! the rule fails closed.
 
+use crate::convert::keys;
 use crate::dispatcher::{AppFunction, Dispatcher};
-use crate::keys;
 use crate::outcome::OK;
 use serde_json::{Value, json};
 use std::sync::Arc;

@@ -4,8 +4,8 @@
 //! `{status: 'found', value}`, `{status: 'not_found'}` or `{status: 'ambiguous', candidates}`;
 //! a thrown `ToolError` keeps its code, anything else is an unexpected failure.
 
+use crate::convert::keys;
 use crate::dispatcher::{AppFunction, Dispatcher};
-use crate::keys;
 use crate::outcome::{OK, to_failure};
 use serde_json::Value;
 use std::sync::Arc;
