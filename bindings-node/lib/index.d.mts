@@ -551,7 +551,7 @@ export declare class RegistrationError extends Error {
   readonly code: RegistrationErrorCode
 }
 
-// Providers, streams and the agent loop (issue 7).
+// Providers, streams and the agent loop.
 export * from './providers.mjs'
 export * from './stream.mjs'
 export * from './agent.mjs'

@@ -136,7 +136,7 @@ export function toStrict(schema) {
 }
 
 /**
- * Seed 002's JSON-structured tool calling, for models whose native tool calling is missing
+ * JSON-structured tool calling, for models whose native tool calling is missing
  * or poor. Options: `{shape: 'per_tool' | 'flat', dependencies, reasoning, maxCalls}`.
  */
 export class JsonProtocol {

@@ -1,6 +1,6 @@
 //! Provider formats for JavaScript: `NativeProvider` (one provider's wire format) and the
 //! pure helpers around it (`ModelTurn` batches, OpenAI strict mode, the JSON-structured
-//! protocol of seed 002). Everything is a pure function of its input; neutral values cross
+//! protocol). Everything is a pure function of its input; neutral values cross
 //! with camelCase keys (`neutral.rs`), provider-shaped values untouched.
 
 // napi registers free functions only outside test builds, where they look unused.

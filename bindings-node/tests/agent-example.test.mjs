@@ -1,4 +1,4 @@
-// examples/node/agent.mjs runs seed 000's conversation and serves a UI message stream.
+// examples/node/agent.mjs runs the meeting-scheduling conversation and serves a UI message stream.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { test } from 'node:test'

@@ -256,7 +256,7 @@ test('bad arguments are refused clearly', () => {
   assert.throws(() => AgentState.fromJSON('{"messages": 3}'), /agent state/)
 })
 
-test('seed 002 from Node: a JSON-structured planner with a dependent call, then a response', async () => {
+test('JSON-structured tool calling from Node: a planner with a dependent call, then a response', async () => {
   const log = []
   const planner = Model.fromFunction((request) => {
     assert.deepEqual(request.tools, [], 'the tools are in the prompt, not offered natively')

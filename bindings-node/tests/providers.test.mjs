@@ -1,5 +1,5 @@
 // Provider formats from Node: tool definitions, responses, conversations and tool results in
-// each provider's real shape; strict mode; the JSON-structured protocol (seed 002).
+// each provider's real shape; strict mode; the JSON-structured protocol.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Engine, JsonProtocol, ModelTurn, Provider, ProviderError, ToolError, toStrict } from '../lib/index.mjs'

@@ -47,7 +47,7 @@ pub struct PyAgent {
 #[pymethods]
 impl PyAgent {
     /// An agent whose planner is `model`, over `engine`'s tools; `responder` answers after
-    /// tools ran (seed 000: a small planner, a larger responder); `options` is a dict of
+    /// tools ran (e.g. a small planner, a larger responder); `options` is a dict of
     /// `AgentOptions` (`system`, `limits`, `mode`, `responder_tools`, `protocol`,
     /// `max_tokens`, `temperature`, `concurrency`).
     #[new]

@@ -259,7 +259,7 @@ impl PyProvider {
     }
 }
 
-/// Seed 002's JSON-structured tool protocol, for any model that can emit JSON.
+/// The JSON-structured tool protocol, for any model that can emit JSON.
 #[pyclass(name = "JsonProtocol", module = "tooljig._native", frozen)]
 pub struct PyJsonProtocol {
     inner: JsonProtocol,

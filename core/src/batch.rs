@@ -8,7 +8,7 @@ use crate::handler::HostData;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-/// Options of one batch. The seed's advice (5 calls, 5 s a tool, 15 s in all) is
+/// Options of one batch. Typical limits for an interactive turn (5 calls, 5 s a tool, 15 s in all) are
 /// `max_calls: 5`, a 5 s tool timeout and `deadline_ms: 15000`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

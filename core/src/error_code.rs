@@ -1,7 +1,7 @@
 //! The closed set of error codes a model can see in an envelope.
 //!
 //! Codes are stable snake_case strings, identical in Rust, Python and Node. The table in
-//! `docs/error-codes.md` gives each one's meaning, its mapping to the codes the seed apps use
+//! `docs/error-codes.md` gives each one's meaning, its mapping to the codes apps commonly use
 //! and to MCP's `isError`; keep the two in step.
 
 use serde::{Deserialize, Serialize};

@@ -1,21 +1,21 @@
-//! The agent examples run to completion (each asserts its own scenario): seed 000's meeting
-//! with a `needs` follow-up, seed 002's JSON-structured plan, the UI message stream.
+//! The agent examples run to completion (each asserts its own scenario): the meeting
+//! with a `needs` follow-up, the JSON-structured plan, the UI message stream.
 
-#[path = "../../examples/rust/seed_000_schedule_meeting.rs"]
-mod seed_000;
-#[path = "../../examples/rust/seed_002_json_tools.rs"]
-mod seed_002;
+#[path = "../../examples/rust/json_structured_tools.rs"]
+mod json_structured_tools;
+#[path = "../../examples/rust/schedule_meeting.rs"]
+mod schedule_meeting;
 #[path = "../../examples/rust/ui_message_stream.rs"]
 mod ui_stream;
 
 #[test]
-fn seed_000_schedules_after_one_question() {
-    seed_000::main().unwrap();
+fn a_meeting_is_scheduled_after_one_question() {
+    schedule_meeting::main().unwrap();
 }
 
 #[test]
-fn seed_002_runs_its_json_plan() {
-    seed_002::main().unwrap();
+fn a_json_structured_plan_runs() {
+    json_structured_tools::main().unwrap();
 }
 
 #[tokio::test]

@@ -517,7 +517,7 @@ async fn an_undecided_request_expires() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_learned_preference_auto_approves_says_why_and_is_revocable() {
-    // No reviewer roles: the asking principal confirms their own call (seed 003).
+    // No reviewer roles: the asking principal confirms their own call.
     let f = fixture(high(), false, None);
     let ask = |to: &str| {
         f.engine.run(

@@ -1,4 +1,4 @@
-//! Client-side tools (seed 001): pending_external, submit_result, validation, refusals.
+//! Client-side tools: pending_external, submit_result, validation, refusals.
 
 use serde_json::json;
 use tooljig::*;

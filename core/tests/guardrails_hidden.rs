@@ -1,4 +1,4 @@
-//! Step 3 through the engine: hidden arguments and resolvers (seed 000: the model passes a
+//! Step 3 through the engine: hidden arguments and resolvers (the model passes a
 //! name, the server resolves the id).
 
 mod guardrails_common;

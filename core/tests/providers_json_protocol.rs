@@ -1,4 +1,4 @@
-//! Seed 002's JSON-structured protocol: schema, prompt, parse with repair, dependencies,
+//! The JSON-structured protocol: schema, prompt, parse with repair, dependencies,
 //! results in one message.
 
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-// The agent loop from Node (seed 000): "set a meeting with Aviad tomorrow". The duration is
+// The agent loop from Node, scheduling a meeting: "set a meeting with Aviad tomorrow". The duration is
 // missing, so the tool answers `needs`, the model asks one question, the user answers, and
 // the meeting is scheduled. Then the same agent serves a run over HTTP as an AI SDK UI
 // message stream, which a `useChat` front end renders as it happens.

@@ -1,4 +1,4 @@
-"""Seed 000 in Python: schedule a meeting with an agent. The duration is missing, so the tool
+"""Schedule a meeting with an agent. The duration is missing, so the tool
 answers `needs`, the agent asks one question, the user answers, and the meeting is made.
 
 The model is a plain Python function standing in for your SDK call (convert with

@@ -251,7 +251,7 @@ class Provider:
 
 @final
 class JsonProtocol:
-    """Seed 002's JSON-structured tool protocol."""
+    """The JSON-structured tool protocol."""
 
     def __new__(cls, options: Mapping[str, Any] | None = None) -> JsonProtocol: ...
     @property

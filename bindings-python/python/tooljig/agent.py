@@ -93,7 +93,7 @@ class AgentLimits(TypedDict, total=False):
 
 class AgentOptions(TypedDict, total=False):
     """What an :class:`Agent` is configured with besides its models. ``protocol`` is
-    ``"native"`` or ``{"json": {...JsonProtocol options}}`` (seed 002)."""
+    ``"native"`` or ``{"json": {...JsonProtocol options}}`` (JSON-structured tool calling)."""
 
     system: str | None
     limits: AgentLimits

@@ -1,6 +1,6 @@
 """The closed set of error codes an envelope can carry, identical in Rust, Python and Node.
 
-See ``docs/error-codes.md`` for each code's meaning and its mapping to the seeds' codes and to
+See ``docs/error-codes.md`` for each code's meaning and its mapping to the codes apps commonly use and to
 MCP's ``isError``. ``tests/test_codes.py`` checks this enum against the core's list.
 """
 

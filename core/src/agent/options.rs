@@ -58,7 +58,7 @@ pub enum ToolProtocol {
     /// The provider's own tool calling.
     #[default]
     Native,
-    /// Seed 002's JSON-structured protocol: the tools are described in the system prompt, the
+    /// The JSON-structured protocol: the tools are described in the system prompt, the
     /// model answers with JSON, and all results go back in one message.
     Json(JsonProtocol),
 }

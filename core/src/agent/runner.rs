@@ -59,7 +59,7 @@ impl Agent {
         self
     }
 
-    /// A different model for the passes after the tools ran (seed 000: a small planner, a
+    /// A different model for the passes after the tools ran (e.g. a small planner, a
     /// larger responder).
     pub fn responder(mut self, model: Arc<dyn ModelClient>) -> Self {
         self.responder = Some(model);

@@ -98,7 +98,7 @@ pub struct SuspendedBatch {
     pub json_protocol: bool,
 }
 
-/// What a run did: the counters of seed 000's telemetry.
+/// What a run did: the counters an app reports as telemetry.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RunCounters {

@@ -27,7 +27,7 @@ pub const DEPARTMENTS_ATTRIBUTE: &str = "departments";
 /// The key of a settings level that applies to every tool; a tool's own entry wins over it.
 pub const ALL_TOOLS: &str = "*";
 
-/// Enabled flags per tool at four levels (seed 003's hierarchy). Each level maps tool names
+/// Enabled flags per tool at four levels (system → tenant → department → user). Each level maps tool names
 /// (or [`ALL_TOOLS`]) to `true`/`false`; a level without an entry says nothing.
 ///
 /// The first level, from the top, that says something decides: system, then the caller's
@@ -151,7 +151,7 @@ impl Settings {
 }
 
 /// Whether a caller's scopes satisfy one required scope. A requirement may list
-/// alternatives separated by `|` (seed 000: `calendar.events.write.confirm|calendar.events.write.auto`).
+/// alternatives separated by `|` (e.g. `calendar.events.write.confirm|calendar.events.write.auto`).
 fn scope_satisfied(required: &str, granted: &[String]) -> bool {
     required
         .split('|')

@@ -2,7 +2,7 @@
 //!
 //! A tool declares parameters the model never fills: from the caller's context (principal,
 //! tenant, session, an attribute) or by a [`Resolver`] that turns a human reference the model
-//! passed (a name, an email) into an id (seed 000: "do not accept IDs from the LLM"). They
+//! passed (a name, an email) into an id ("do not accept IDs from the LLM"). They
 //! vanish from the model-facing schema ([`model_facing`]); a value the model supplies for one
 //! anyway is dropped, never used, and noted ([`HiddenNote`]) for the audit record.
 

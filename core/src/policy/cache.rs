@@ -16,7 +16,7 @@ pub enum CacheScope {
     Global,
 }
 
-/// A tool's cache policy (seed 002 wants one to five minutes).
+/// A tool's cache policy (typically one to five minutes for lookups).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CachePolicy {

@@ -70,7 +70,7 @@ pub struct Policy {
     pub audit_output: bool,
 }
 
-/// What a tool does to the world (seed 004's `category`). Only `read` tools may be cached.
+/// What a tool does to the world (its category). Only `read` tools may be cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {

@@ -1,4 +1,4 @@
-//! Tool calling for any model that can emit JSON (seed 002): no native tool calling needed.
+//! Tool calling for any model that can emit JSON: no native tool calling needed.
 //!
 //! The model is asked for one JSON object (Gemini's `responseSchema`, OpenAI's
 //! `response_format`, or just the prompt):
@@ -31,7 +31,7 @@ pub enum SchemaShape {
     /// model cannot send one tool's parameters to another.
     #[default]
     PerTool,
-    /// Seed 002's shape: `tool` is an enum of every name, `params` any object; the prompt
+    /// The flat shape: `tool` is an enum of every name, `params` any object; the prompt
     /// carries the per-tool parameters. For models whose structured output has no `anyOf`.
     Flat,
 }

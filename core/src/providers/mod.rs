@@ -26,7 +26,7 @@
 //! assert_eq!(f.tool_results(&[result])[0]["content"][0]["tool_use_id"], "toolu_1");
 //! ```
 //!
-//! The JSON-structured protocol of seed 002 (any model that can emit JSON) lives in
+//! The JSON-structured protocol (any model that can emit JSON) lives in
 //! [`json_protocol`]; OpenAI strict-mode schema conversion in [`strict`].
 
 pub mod anthropic;

@@ -1,6 +1,6 @@
 //! The audit record of one call, and how it is built from a settled result.
 //!
-//! The fields follow seed 004's `agent_tool_executions` table: who (principal, tenant,
+//! The fields follow a typical `agent_tool_executions` table: who (principal, tenant,
 //! session), what (tool, call id, arguments after redaction, hidden-argument injections),
 //! how it ended (outcome, code, message, detail), risk, effect, timings, attempts, approval;
 //! plus the chain fields (`seq`, `prev_hash`, `hash`) the sink fills in.

@@ -1,4 +1,4 @@
-//! Seed 000: "Set a meeting with Aviad tomorrow between 12:00 and 14:00 Israel time."
+//! Scheduling a meeting: "Set a meeting with Aviad tomorrow between 12:00 and 14:00 Israel time."
 //!
 //! A small planner proposes `network_schedule_meeting`; the duration is missing, so the tool
 //! answers `needs`, which becomes one clarifying question from a larger responder; the user
@@ -6,7 +6,7 @@
 //! the counterpart: the server resolves "Aviad" to the connection and user ids itself
 //! (hidden parameters filled by a resolver), so no id comes from the model.
 //!
-//! Both models are scripted, so it runs offline: `cargo run -p tooljig --example seed_000_schedule_meeting`
+//! Both models are scripted, so it runs offline: `cargo run -p tooljig --example schedule_meeting`
 
 use serde_json::{Value, json};
 use std::sync::Arc;

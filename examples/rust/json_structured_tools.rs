@@ -1,10 +1,10 @@
-//! Seed 002: JSON-structured tool calling for a model whose native tool calling is not good
+//! JSON-structured tool calling for a model whose native tool calling is not good
 //! enough. A cheap planner (Gemini 2.0 Flash-Lite in the seed) answers with one JSON object
 //! naming three tools: `search_memories` and `extract_nvc_components` run in parallel,
 //! `retrieve_nvc_knowledge` waits for the extraction and searches with the need it found.
 //! All results go back in one message, and a better responder (Gemini 2.5 Flash) answers.
 //!
-//! Both models are scripted, so it runs offline: `cargo run -p tooljig --example seed_002_json_tools`
+//! Both models are scripted, so it runs offline: `cargo run -p tooljig --example json_structured_tools`
 
 use serde_json::{Value, json};
 use std::sync::Arc;
