@@ -286,12 +286,6 @@ export type JsUiMessageStream = NativeUiMessageStream
 /** `"release"` or `"debug"`: how the addon was compiled (benchmarks refuse debug builds). */
 export declare function buildProfile(): string
 
-/**
- * Median µs per call of `reps` batches of `calls` calls of a Rust handler that returns its
- * arguments (the benchmark's lookup workload: JSON-string arguments, the same schema).
- */
-export declare function coreFloorUs(calls: number, reps: number): Promise<number>
-
 /** One error code of the closed set an envelope can carry. */
 export interface ErrorCodeInfo {
   /** The wire spelling, e.g. `unknown_tool`. */

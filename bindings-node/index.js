@@ -856,7 +856,6 @@ module.exports.JsStreamParser = nativeBinding.JsStreamParser
 module.exports.NativeUiMessageStream = nativeBinding.NativeUiMessageStream
 module.exports.JsUiMessageStream = nativeBinding.JsUiMessageStream
 module.exports.buildProfile = nativeBinding.buildProfile
-module.exports.coreFloorUs = nativeBinding.coreFloorUs
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.jsonProtocolFormatResults = nativeBinding.jsonProtocolFormatResults
 module.exports.jsonProtocolParse = nativeBinding.jsonProtocolParse

@@ -8,9 +8,13 @@
 // from what the binding adds.
 //
 // Run: `node bench/bench.mjs` (builds the release addon first with the install script's
-// `cargo build --release`; `--no-build` to skip when it is already built).
+// `cargo build --release`, with the `bench` feature that adds `coreFloorUs`, which the shipped
+// addon leaves out; `--no-build` to skip when such a build is already there).
 // Options: --calls N (default 1000), --reps N (default 30).
 import { execFileSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import os from 'node:os'
 
@@ -23,12 +27,18 @@ const REPS = arg('--reps', 30)
 const root = fileURLToPath(new URL('..', import.meta.url))
 
 if (!process.argv.includes('--no-build')) {
-  execFileSync(process.execPath, ['scripts/install.mjs'], { cwd: root, stdio: 'inherit', env: { ...process.env, TOOLJIG_FORCE_BUILD: '1' } })
+  execFileSync(process.execPath, ['scripts/install.mjs'], { cwd: root, stdio: 'inherit', env: { ...process.env, TOOLJIG_FORCE_BUILD: '1', TOOLJIG_FEATURES: 'bench' } })
 }
 
 const { Engine, tool } = await import('../lib/index.mjs')
-const native = (await import('../index.js')).default
+// The addon itself, not the generated loader: the loader lists only what the shipped addon has.
+const addon = readdirSync(root).find((f) => /^tooljig\..+\.node$/.test(f))
+const native = createRequire(import.meta.url)(join(root, addon))
 const { buildProfile } = native
+if (typeof native.coreFloorUs !== 'function') {
+  console.error('bench: the loaded addon was built without the bench feature; run without --no-build')
+  process.exit(1)
+}
 if (buildProfile() !== 'release') {
   console.error('bench: the loaded addon is a debug build; run without --no-build (release only)')
   process.exit(1)

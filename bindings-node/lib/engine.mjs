@@ -252,6 +252,26 @@ export class Engine {
     return settled(await this.#native.decide(String(approvalId), decision, approver ?? {}))
   }
 
+  /** Approves a pending request as asked: `decide` with `{decision: 'approve'}`. */
+  async approve(approvalId, { argumentsHash, approver, remember } = {}) {
+    return this.decide(approvalId, { decision: 'approve', argumentsHash, remember }, approver)
+  }
+
+  /** Rejects a pending request; the model sees `message`: `decide` with `{decision: 'reject'}`. */
+  async reject(approvalId, { argumentsHash, approver, message } = {}) {
+    return this.decide(approvalId, { decision: 'reject', argumentsHash, message }, approver)
+  }
+
+  /** Approves a pending request with other `args`, checked again and run exactly: `decide` with `{decision: 'edit'}`. */
+  async edit(approvalId, args, { argumentsHash, approver } = {}) {
+    return this.decide(approvalId, { decision: 'edit', argumentsHash, arguments: args }, approver)
+  }
+
+  /** The approval inbox: requests awaiting a decision, oldest first; the same as `pendingApprovals`. */
+  async pending(tenant = undefined) {
+    return this.pendingApprovals(tenant)
+  }
+
   /** One approval request as stored, or null. */
   async approval(approvalId) {
     return settled(await this.#native.approval(String(approvalId)))

@@ -480,6 +480,14 @@ export declare class Engine {
   // Durable runs: refusals reject with a ToolError whose `details.reason` names why.
   /** Decides a pending approval; continue the run with `resume`. */
   decide(approvalId: string, decision: Decision, approver: Caller): Promise<ApprovalRecord>
+  /** Approves a pending request as asked (`decide` with `approve`). */
+  approve(approvalId: string, options: { argumentsHash: string; approver: Caller; remember?: { scope: string[] } }): Promise<ApprovalRecord>
+  /** Rejects a pending request; the model sees `message` (`decide` with `reject`). */
+  reject(approvalId: string, options: { argumentsHash: string; approver: Caller; message?: string }): Promise<ApprovalRecord>
+  /** Approves with other arguments, checked again and run exactly (`decide` with `edit`). */
+  edit(approvalId: string, args: Record<string, unknown>, options: { argumentsHash: string; approver: Caller }): Promise<ApprovalRecord>
+  /** The approval inbox: requests awaiting a decision, oldest first; the same as `pendingApprovals`. */
+  pending(tenant?: string): Promise<ApprovalRecord[]>
   /** One approval request as stored, or null. */
   approval(approvalId: string): Promise<ApprovalRecord | null>
   /** Pending approval requests, oldest first, of one tenant or of all. */

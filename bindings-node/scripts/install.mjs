@@ -1,6 +1,7 @@
 // Builds the native addon when the package is installed from its folder on a machine with
 // Rust and Node only (`npm install /path/to/tooljig/bindings-node`). Skips when the addon for
-// this platform is already there (set TOOLJIG_FORCE_BUILD=1 to rebuild). Needs cargo on PATH.
+// this platform is already there (set TOOLJIG_FORCE_BUILD=1 to rebuild; TOOLJIG_FEATURES names
+// extra cargo features, e.g. `bench` for the benchmark's helpers). Needs cargo on PATH.
 import { execFileSync } from 'node:child_process'
 import { copyFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -34,7 +35,8 @@ try {
 }
 
 console.log('tooljig: building the native addon (cargo build --release -p tooljig-node); this takes a few minutes the first time')
-execFileSync('cargo', ['build', '--release', '-p', 'tooljig-node'], { cwd: root, stdio: 'inherit' })
+const features = process.env.TOOLJIG_FEATURES ? ['--features', process.env.TOOLJIG_FEATURES] : []
+execFileSync('cargo', ['build', '--release', '-p', 'tooljig-node', ...features], { cwd: root, stdio: 'inherit' })
 const metadata = JSON.parse(execFileSync('cargo', ['metadata', '--format-version', '1', '--no-deps'], { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 }))
 const file = { win32: 'tooljig_node.dll', darwin: 'libtooljig_node.dylib' }[process.platform] ?? 'libtooljig_node.so'
 copyFileSync(join(metadata.target_directory, 'release', file), addon)

@@ -20,7 +20,8 @@
 //! - `cancel.rs`: `NativeCancel`, cancellation from an `AbortSignal`;
 //! - `convert/`: the camelCase ↔ snake_case rule at the JS edge (`keys`, `neutral`), and the
 //!   same rule applied while serializing results on the hot path (`camel_json`);
-//! - `floor.rs`: the core's own per-call cost, the benchmark's floor;
+//! - `floor.rs` (feature `bench`, never in the shipped addon): the core's own per-call cost,
+//!   the benchmark's floor;
 //! - `error.rs`: registration mistakes as `{code, message}` problems;
 //! - `providers.rs`, `stream.rs`, `model.rs`, `agent.rs`: provider formats, streams, models
 //!   and the agent loop.
@@ -35,6 +36,7 @@ mod engine;
 mod durable;
 mod error;
 mod events;
+#[cfg(feature = "bench")]
 mod floor;
 mod handler;
 mod model;

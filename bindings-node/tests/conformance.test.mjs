@@ -8,11 +8,11 @@ import { join, relative } from 'node:path'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { Engine, ToolError, needs } from '../lib/index.mjs'
+import { Agent, AgentState, Engine, ModelTurn, Provider, ScriptedModel, ToolError, needs } from '../lib/index.mjs'
 
 const dir = process.env.TOOLJIG_CONFORMANCE_DIR ?? fileURLToPath(new URL('../../tests/conformance', import.meta.url))
 
-const VECTOR_KEYS = ['name', 'engine', 'tools', 'caller', 'options', 'calls', 'expect', 'then', 'steps']
+const VECTOR_KEYS = ['name', 'engine', 'tools', 'caller', 'options', 'calls', 'model_turn', 'agent', 'expect', 'then', 'steps']
 const ENGINE_KEYS = ['limits', 'settings', 'resolvers', 'policy_hook', 'approval_rules', 'approval_predicate', 'external_expiry_ms']
 const PREDICATE_KEYS = ['require']
 const REQUIRE_KEYS = ['tool', 'pointer', 'equals', 'principal']
@@ -24,7 +24,7 @@ const AUDIT_KEYS = ['call_id', 'tool', 'principal', 'tenant', 'session', 'argume
 const TOOL_KEYS = ['spec', 'script']
 const SCRIPT_KEYS = ['sleep_ms', 'fail_times', 'return', 'echo', 'error', 'needs', 'panic', 'hang']
 const SCRIPT_ERROR_KEYS = ['code', 'message', 'retryable']
-const EXPECT_KEYS = ['results', 'order', 'overlap', 'disjoint', 'within_ms', 'invocations', 'registration_error', 'audit', 'visible', 'model_schemas', 'rollback']
+const EXPECT_KEYS = ['results', 'order', 'overlap', 'disjoint', 'within_ms', 'invocations', 'registration_error', 'audit', 'visible', 'model_schemas', 'rollback', 'tool_results']
 const RESULT_KEYS = ['call_id', 'tool', 'status', 'envelope', 'attempts', 'repaired', 'replayed', 'cached', 'arguments', 'error_code', 'has_detail', 'message_contains', 'hidden', 'retry_after_ms_at_most', 'approval', 'recovered']
 const DURABLE_STEP_KEYS = ['wait_ms', 'decide', 'submit', 'resume', 'rollback', 'run', 'expect']
 const DURABLE_EXPECT_KEYS = ['results', 'error', 'rollback']
@@ -33,6 +33,9 @@ const SUBMIT_KEYS = ['call_id', 'result', 'error']
 const RUN_STEP_KEYS = ['caller', 'options', 'calls']
 const ROLLBACK_STEP_KEYS = ['call_id']
 const ERROR_KEYS = ['code', 'reason']
+const MODEL_TURN_KEYS = ['provider', 'response']
+const AGENT_KEYS = ['model', 'message', 'expect']
+const AGENT_EXPECT_KEYS = ['status', 'answer', 'counters', 'messages', 'requests']
 
 function onlyKeys(obj, allowed, where) {
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new Error(`${where} must be an object`)
@@ -364,8 +367,63 @@ function checkVisibility(engine, caller, expect, problems) {
   }
 }
 
+/** `value` with the batch's approval ids and run id replaced by their placeholders. */
+function placeholders(value, out) {
+  let text = JSON.stringify(value)
+  for (const r of out.results) if (r.approval?.id) text = text.replaceAll(r.approval.id, '<approval_id>')
+  if (out.runId) text = text.replaceAll(out.runId, '<run_id>')
+  return JSON.parse(text)
+}
+
+/** Neutral values as the core spells them: keys snake_case, data (envelopes, arguments) untouched. */
+function snake(value) {
+  if (Array.isArray(value)) return value.map(snake)
+  if (value === null || typeof value !== 'object') return value
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), ['envelope', 'arguments', 'data'].includes(k) ? v : snake(v)]))
+}
+
+/** The calls a provider's response asks for (`model_turn`). */
+function callsOf(modelTurn) {
+  onlyKeys(modelTurn, MODEL_TURN_KEYS, 'model_turn')
+  const turn = new Provider(modelTurn.provider).parseResponse(modelTurn.response)
+  const { calls, refused } = ModelTurn.intoBatch(turn)
+  if (refused.length > 0) throw new Error(`model_turn: ${refused.length} call(s) were cut off`)
+  return calls
+}
+
+/** Per provider, the exact messages or blocks `toolResults` gives for the batch. */
+function checkToolResults(want, out, problems) {
+  for (const [name, expected] of Object.entries(want)) {
+    const got = placeholders(new Provider(name).toolResults(out), out)
+    if (!sameJson(got, expected)) problems.push(`expect.tool_results.${name}: got ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`)
+  }
+}
+
+/** Runs the agent loop with a scripted model and checks `agent.expect`. */
+async function runAgent(engine, caller, run, problems) {
+  onlyKeys(run, AGENT_KEYS, 'agent')
+  const want = run.expect ?? {}
+  onlyKeys(want, AGENT_EXPECT_KEYS, 'agent.expect')
+  const model = new ScriptedModel(run.model, { name: 'scripted' })
+  const state = new AgentState(run.message)
+  const out = await new Agent(engine, model).run(state, { caller: caller ?? undefined })
+  const view = state.view()
+  const check = (key, got) => {
+    if (key in want && !sameJson(got, want[key])) problems.push(`agent.expect.${key}: got ${JSON.stringify(got)}, expected ${JSON.stringify(want[key])}`)
+  }
+  check('status', snake(view.status))
+  check('answer', out.answer)
+  check('messages', snake(view.messages))
+  check('requests', model.requests().length)
+  for (const [key, expected] of Object.entries(want.counters ?? {})) {
+    const got = snake(out.counters)[key]
+    if (!sameJson(got, expected)) problems.push(`agent.expect.counters.${key}: got ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`)
+  }
+}
+
 async function runVector(v) {
   onlyKeys(v, VECTOR_KEYS, 'the vector')
+  v.expect ??= {}
   onlyKeys(v.expect, EXPECT_KEYS, 'expect')
   const problems = []
   const engine = new Engine(engineOptions(v.engine ?? {}))
@@ -390,7 +448,15 @@ async function runVector(v) {
     return problems
   }
   checkVisibility(engine, v.caller, v.expect, problems)
-  const out = await engine.run(v.calls ?? [], { ...(v.options ?? {}), caller: v.caller ?? undefined })
+  if (v.agent !== undefined) {
+    if (v.calls !== undefined || v.model_turn !== undefined) return ['a vector with `agent` has no `calls` or `model_turn`']
+    await runAgent(engine, v.caller, v.agent, problems)
+    return problems
+  }
+  if (v.calls !== undefined && v.model_turn !== undefined) return ['a vector has `calls` or `model_turn`, not both']
+  const calls = v.model_turn !== undefined ? callsOf(v.model_turn) : (v.calls ?? [])
+  const out = await engine.run(calls, { ...(v.options ?? {}), caller: v.caller ?? undefined })
+  if (v.expect.tool_results) checkToolResults(v.expect.tool_results, out, problems)
   let audited = await checkAudit(engine, 0, out.results, v.expect.audit, problems)
   for (const [n, step] of (v.then ?? []).entries()) {
     onlyKeys(step, STEP_KEYS, `then[${n}]`)

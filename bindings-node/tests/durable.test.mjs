@@ -302,3 +302,19 @@ test('rollback has nothing to undo for a read-only call', async () => {
   assert.deepEqual(report.entries.map((e) => [e.callId, e.outcome]), [['b', 'compensated'], ['l', 'nothing_to_undo']])
   assert.doesNotMatch(report.entries[1].message, /cannot be undone/)
 })
+
+test('approve, reject, edit and pending mirror the other languages', async () => {
+  const { engine, sent } = mailer()
+  const out = await engine.run(['a', 'r', 'e'].map((id) => ({ id, tool: 'send_email', arguments: { to: `${id}@x.io` } })), { caller: alice })
+  assert.equal((await engine.pending('acme')).length, 3)
+  const info = (id) => byId(out, id).approval
+  await engine.approve(info('a').id, { argumentsHash: info('a').argumentsHash, approver: alice })
+  const rejected = await engine.reject(info('r').id, { argumentsHash: info('r').argumentsHash, approver: alice, message: 'no' })
+  assert.equal(rejected.status, 'rejected')
+  await engine.edit(info('e').id, { to: 'carol@x.io', body: 'edited' }, { argumentsHash: info('e').argumentsHash, approver: alice })
+  assert.deepEqual(await engine.pending('acme'), [])
+  const done = await engine.resume(out.runId)
+  assert.ok(byId(done, 'a').envelope.ok && byId(done, 'e').envelope.ok)
+  assert.equal(byId(done, 'r').envelope.error.code, 'approval_rejected')
+  assert.deepEqual([...sent].sort((x, y) => x.to.localeCompare(y.to)), [{ to: 'a@x.io' }, { to: 'carol@x.io', body: 'edited' }])
+})

@@ -1,5 +1,4 @@
-//! Durable runs from Python: the state store and approval predicate options, and the
-//! operations on runs (decide, submit a client result, resume, roll back, ...).
+//! Durable runs from Python: the operations on runs (decide, submit a client result, resume, roll back, ...).
 //!
 //! Every operation is one native entry point, `Engine.durable(op, args)`: JSON in, a future on
 //! the caller's event loop out, resolved with JSON (or a `BatchResult` for `resume`) or failed
@@ -11,69 +10,15 @@
 use crate::batch::CancelOnCancelled;
 use crate::convert;
 use crate::error;
-use crate::handler::{Kind, call_python};
 use crate::host::{BatchHost, Msg};
 use crate::runtime;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3_async_runtimes::TaskLocals;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::sync::Arc;
-use tooljig::{
-    ApprovalPredicate, ApprovalQuery, BatchOptions, BoxFuture, Caller, Decision, Engine, ErrorCode,
-    HandlerError, HostData, ToolError,
-};
-
-/// The approval predicate: `predicate(query)` gets `{tool, arguments, caller, risk}` and
-/// returns whether the call needs a human decision. Anything but a bool, or an exception,
-/// fails closed: the call needs approval.
-pub struct PyApprovalPredicate {
-    invoke: Arc<Py<PyAny>>,
-    kind: Kind,
-}
-
-impl PyApprovalPredicate {
-    /// The predicate over the app's callable.
-    pub fn new(invoke: Py<PyAny>, is_async: bool) -> Self {
-        PyApprovalPredicate {
-            invoke: Arc::new(invoke),
-            kind: if is_async { Kind::Async } else { Kind::Sync },
-        }
-    }
-}
-
-impl ApprovalPredicate for PyApprovalPredicate {
-    fn requires_approval(
-        &self,
-        query: ApprovalQuery,
-        host: Option<HostData>,
-    ) -> BoxFuture<Result<bool, String>> {
-        let request = json!({
-            "tool": query.tool,
-            "arguments": query.arguments,
-            "caller": *query.caller,
-            "risk": query.risk,
-        });
-        let answer = call_python(
-            &self.invoke,
-            self.kind,
-            host,
-            request,
-            None,
-            "the approval predicate",
-        );
-        Box::pin(async move {
-            match answer.await {
-                Ok(Value::Bool(needed)) => Ok(needed),
-                Ok(other) => Err(format!("it returned {other}; return True or False")),
-                Err(HandlerError::Tool(e)) => Err(e.message),
-                Err(HandlerError::Needs(fields)) => Err(format!("it raised Needs({fields:?})")),
-                Err(HandlerError::Unexpected { detail }) => Err(detail),
-            }
-        })
-    }
-}
+use tooljig::{BatchOptions, Caller, Decision, Engine, ErrorCode, ToolError};
 
 /// One operation on durable runs, as the package sends it.
 #[derive(Debug, Deserialize)]
@@ -237,6 +182,7 @@ pub fn start<'py>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn operations_are_read_strictly() {

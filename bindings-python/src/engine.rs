@@ -3,19 +3,20 @@
 use crate::batch::{CancelOnCancelled, PyBatch};
 use crate::caller::PyCaller;
 use crate::convert;
-use crate::durable::{self, PyApprovalPredicate};
+use crate::durable;
 use crate::error::{self, IntoPyErr};
-use crate::guards::{self, PyPolicyHook, PyResolver};
 use crate::handler::{Kind, PyHandler};
 use crate::host::{BatchHost, Msg};
 use crate::runtime;
-use pyo3::exceptions::PyRuntimeError;
+use crate::seams::{PyApprovalPredicate, PyPolicyHook, PyResolver};
+use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_async_runtimes::TaskLocals;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
+use tooljig::audit::AuditError;
 use tooljig::{
     AuditQuery, AuditSink, BatchOptions, Call, Engine, EngineOptions, Settings, Tool, ToolSpec,
 };
@@ -190,7 +191,7 @@ impl PyEngine {
             None => AuditQuery::default(),
         };
         let sink = self.audit_sink(py)?;
-        let records = guards::block_on(py, async move {
+        let records = block_on(py, async move {
             sink.flush().await?;
             sink.query(query).await
         })?;
@@ -200,7 +201,7 @@ impl PyEngine {
     /// Walks the audit log's hash chain: `{"records": n, "broken": None | {"seq", "reason"}}`.
     fn verify_audit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let sink = self.audit_sink(py)?;
-        let report = guards::block_on(py, async move {
+        let report = block_on(py, async move {
             sink.flush().await?;
             sink.verify().await
         })?;
@@ -288,4 +289,15 @@ impl PyEngine {
             )
         })
     }
+}
+
+/// Runs an audit read on the runtime, detached from the interpreter, and maps a storage
+/// failure to `OSError`.
+fn block_on<T: Send>(
+    py: Python<'_>,
+    work: impl std::future::Future<Output = Result<T, AuditError>> + Send,
+) -> PyResult<T> {
+    let (handle, _cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
+    py.detach(|| handle.block_on(work))
+        .map_err(|e| PyOSError::new_err(format!("audit: {e}")))
 }

@@ -17,8 +17,8 @@
 
 use crate::context::PyToolContext;
 use crate::convert;
-use crate::event_queue::EventQueue;
 use crate::events::PyEvent;
+use crate::events::queue::EventQueue;
 use crate::outcome;
 use crate::results::PyBatchResult;
 use pyo3::exceptions::PyNotImplementedError;

@@ -2,28 +2,23 @@
 //!
 //! A thin mirror: every behaviour lives in the core; this crate moves JSON values across
 //! (`convert.rs`), implements the core's `Handler` and `ModelClient` seams over Python
-//! callables (`handler.rs`, `outcome.rs`, `callable_model.rs`), runs sync callables on worker
+//! callables (`handler.rs`, `outcome.rs`, `model/callable.rs`), runs sync callables on worker
 //! threads (`workers.rs`) and async ones on the caller's event loop (`host.rs`), owns the
 //! tokio runtime and its shutdown at exit (`runtime.rs`), and wraps the core's types
 //! (`engine.rs`, `batch.rs`, `results.rs`, `events.rs`, `caller.rs`, `context.rs`; the agent
-//! loop: `model.rs`, `agent.rs`, `agent_state.rs`, `agent_run.rs`), mapping errors in
+//! loop: `model/`, `agent/`), mapping errors in
 //! `error.rs`. The Pythonic layer (decorator, schemas from type hints, `run`, `run_sync`,
 //! `stream`) is `python/tooljig/`.
 
 pub mod agent;
-pub mod agent_run;
-pub mod agent_state;
 pub mod batch;
-pub mod callable_model;
 pub mod caller;
 pub mod context;
 pub mod convert;
 pub mod durable;
 pub mod engine;
 pub mod error;
-pub mod event_queue;
 pub mod events;
-pub mod guards;
 pub mod handler;
 pub mod host;
 pub mod model;
@@ -31,6 +26,7 @@ pub mod outcome;
 pub mod providers;
 pub mod results;
 pub mod runtime;
+pub mod seams;
 pub mod stream;
 pub mod workers;
 
@@ -67,10 +63,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::PyToolContext>()?;
     m.add_function(wrap_pyfunction!(shutdown, m)?)?;
     agent::register(m)?;
-    agent_state::register(m)?;
-    agent_run::register(m)?;
+    agent::state::register(m)?;
+    agent::run::register(m)?;
     model::register(m)?;
-    callable_model::register(m)?;
+    model::callable::register(m)?;
     providers::register(m)?;
     stream::register(m)?;
     m.add("ERROR_CODES", error_codes())?;

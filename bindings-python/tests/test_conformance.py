@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import tooljig
-from support import compare, durable, guards
+from support import compare, durable, guards, model
 from support.scripts import make_handler
 from support.vectors import VectorError, default_dir, discover, load, unexposed_keys
 
@@ -102,7 +102,19 @@ async def run(vector, *, sync: bool) -> list[str]:
     if error is not None:
         return [f"registration failed: {error}"]
 
-    out = await engine.run(vector.calls, caller=vector.caller, **vector.options)
+    if vector.agent is not None:
+        if vector.calls or vector.model_turn is not None:
+            return ["a vector with `agent` has no `calls` or `model_turn`"]
+        await model.run_agent(engine, vector.caller, vector.agent, problems)
+        return problems
+    calls = vector.calls
+    if vector.model_turn is not None:
+        if calls:
+            return ["a vector has `calls` or `model_turn`, not both"]
+        calls = model.calls_of(vector.model_turn)
+    out = await engine.run(calls, caller=vector.caller, **vector.options)
+    if vector.expect.get("tool_results") is not None:
+        model.check_tool_results(vector.expect["tool_results"], out, problems)
     guards.check_audit(engine, 0, out, vector.expect.get("audit"), problems)
     if vector.expect.get("results") is not None:
         compare.results(vector.expect["results"], out, problems)

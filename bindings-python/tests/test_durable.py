@@ -290,3 +290,33 @@ async def test_rollback_has_nothing_to_undo_for_a_read_only_call() -> None:
     assert entries["l"]["outcome"] == "nothing_to_undo"
     assert "cannot be undone" not in entries["l"]["message"]
     assert entries["b"]["outcome"] == "compensated"
+
+
+async def test_approve_reject_edit_and_pending_mirror_the_other_languages() -> None:
+    log: list[str] = []
+    engine = mail_engine(log)
+    calls = [
+        {"id": k, "tool": "send_email", "arguments": {"to": f"{k}@x.io", "body": "hi"}}
+        for k in ("a", "r", "e")
+    ]
+    out = await engine.run(calls, caller=ALICE)
+    assert out.run_id
+    inbox = await engine.pending("acme")
+    assert len(inbox) == 3
+    info = {k: out.get(k)["approval"] for k in ("a", "r", "e")}  # type: ignore[index]
+    await engine.approve(info["a"]["id"], arguments_hash=info["a"]["arguments_hash"], approver=RITA)
+    rejected = await engine.reject(
+        info["r"]["id"], arguments_hash=info["r"]["arguments_hash"], approver=RITA, message="no"
+    )
+    assert rejected["status"] == "rejected"
+    await engine.edit(
+        info["e"]["id"],
+        {"to": "carol@x.io", "body": "edited"},
+        arguments_hash=info["e"]["arguments_hash"],
+        approver=RITA,
+    )
+    assert await engine.pending("acme") == []
+    done = await engine.resume(out.run_id)
+    assert done.get("a").envelope["ok"] and done.get("e").envelope["ok"]  # type: ignore[union-attr]
+    assert done.get("r").envelope["error"]["code"] == "approval_rejected"  # type: ignore[union-attr]
+    assert sorted(line.split(" by ")[0] for line in log) == ["sent a@x.io hi", "sent carol@x.io edited"]

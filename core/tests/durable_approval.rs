@@ -621,3 +621,56 @@ async fn engine_run_as(engine: &Engine, who: &str) -> BatchResult {
         )
         .await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_reject_and_edit_are_decisions_under_their_own_names() {
+    let f = fixture(high(), true, None);
+    let calls = ["a", "r", "e"]
+        .map(|id| Call::new(id, "send_email", json!({"to": format!("{id}@x.io")})))
+        .to_vec();
+    let out = f.engine.run(calls, alice(), BatchOptions::default()).await;
+    let info = |id: &str| out.get(id).unwrap().approval.clone().unwrap();
+    assert_eq!(f.engine.pending(Some("acme")).await.unwrap().len(), 3);
+    let rita = reviewer("rita");
+    let (a, r, e) = (info("a"), info("r"), info("e"));
+    f.engine
+        .approve(a.id.as_deref().unwrap(), &a.arguments_hash, &rita, None)
+        .await
+        .unwrap();
+    f.engine
+        .reject(
+            r.id.as_deref().unwrap(),
+            &r.arguments_hash,
+            &rita,
+            Some("not to them".into()),
+        )
+        .await
+        .unwrap();
+    let edited = json!({"to": "e@x.io", "body": "checked"});
+    f.engine
+        .edit(
+            e.id.as_deref().unwrap(),
+            &e.arguments_hash,
+            &rita,
+            edited.clone(),
+        )
+        .await
+        .unwrap();
+    assert!(f.engine.pending(Some("acme")).await.unwrap().is_empty());
+    let done = f
+        .engine
+        .resume(out.run_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert!(done.get("a").unwrap().envelope.is_ok());
+    assert_eq!(
+        done.get("r").unwrap().envelope.code(),
+        Some(ErrorCode::ApprovalRejected)
+    );
+    assert!(done.get("e").unwrap().envelope.is_ok());
+    assert_eq!(f.sent.load(Ordering::SeqCst), 2);
+    assert!(
+        f.seen.lock().unwrap().contains(&edited),
+        "exactly the edited arguments ran"
+    );
+}

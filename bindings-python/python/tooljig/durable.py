@@ -110,6 +110,56 @@ class DurableRuns:
         )
         return record
 
+    async def approve(
+        self,
+        approval_id: str,
+        *,
+        arguments_hash: str,
+        approver: CallerLike,
+        remember: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Approves a pending request as asked (:meth:`decide` with ``"approve"``)."""
+        return await self.decide(
+            approval_id,
+            "approve",
+            arguments_hash=arguments_hash,
+            approver=approver,
+            remember=remember,
+        )
+
+    async def reject(
+        self,
+        approval_id: str,
+        *,
+        arguments_hash: str,
+        approver: CallerLike,
+        message: str | None = None,
+    ) -> dict[str, Any]:
+        """Rejects a pending request; the model sees ``message`` (:meth:`decide` with
+        ``"reject"``)."""
+        return await self.decide(
+            approval_id, "reject", arguments_hash=arguments_hash, approver=approver, message=message
+        )
+
+    async def edit(
+        self,
+        approval_id: str,
+        arguments: Mapping[str, Any],
+        *,
+        arguments_hash: str,
+        approver: CallerLike,
+    ) -> dict[str, Any]:
+        """Approves a pending request with other ``arguments``, checked again and run exactly
+        (:meth:`decide` with ``"edit"``)."""
+        return await self.decide(
+            approval_id, "edit", arguments_hash=arguments_hash, approver=approver, arguments=arguments
+        )
+
+    async def pending(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        """The approval inbox: requests awaiting a decision, oldest first (of ``tenant`` when
+        given); the same as :meth:`pending_approvals`."""
+        return await self.pending_approvals(tenant)
+
     async def approval(self, approval_id: str) -> dict[str, Any] | None:
         """An approval request as stored, or None."""
         record: dict[str, Any] | None = await self._op("approval", approval_id=approval_id)
@@ -227,6 +277,54 @@ class DurableRuns:
                 remember=remember,
             ),
         )
+
+    def approve_sync(
+        self,
+        approval_id: str,
+        *,
+        arguments_hash: str,
+        approver: CallerLike,
+        remember: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`approve`, blocking."""
+        return _blocking(
+            "approve",
+            self.approve(
+                approval_id, arguments_hash=arguments_hash, approver=approver, remember=remember
+            ),
+        )
+
+    def reject_sync(
+        self,
+        approval_id: str,
+        *,
+        arguments_hash: str,
+        approver: CallerLike,
+        message: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`reject`, blocking."""
+        return _blocking(
+            "reject",
+            self.reject(approval_id, arguments_hash=arguments_hash, approver=approver, message=message),
+        )
+
+    def edit_sync(
+        self,
+        approval_id: str,
+        arguments: Mapping[str, Any],
+        *,
+        arguments_hash: str,
+        approver: CallerLike,
+    ) -> dict[str, Any]:
+        """:meth:`edit`, blocking."""
+        return _blocking(
+            "edit",
+            self.edit(approval_id, arguments, arguments_hash=arguments_hash, approver=approver),
+        )
+
+    def pending_sync(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        """:meth:`pending`, blocking."""
+        return _blocking("pending", self.pending(tenant))
 
     def approval_sync(self, approval_id: str) -> dict[str, Any] | None:
         """:meth:`approval`, blocking."""

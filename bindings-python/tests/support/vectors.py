@@ -16,7 +16,19 @@ from typing import Any
 
 DIR_ENV = "TOOLJIG_CONFORMANCE_DIR"
 
-TOP_KEYS = {"name", "engine", "tools", "caller", "options", "calls", "expect", "then", "steps"}
+TOP_KEYS = {
+    "name",
+    "engine",
+    "tools",
+    "caller",
+    "options",
+    "calls",
+    "model_turn",
+    "agent",
+    "expect",
+    "then",
+    "steps",
+}
 THEN_KEYS = {"wait_ms", "caller", "calls", "expect"}
 THEN_EXPECT_KEYS = {"results", "audit"}
 ENGINE_KEYS = {
@@ -45,6 +57,7 @@ EXPECT_KEYS = {
     "model_schemas",
     "audit",
     "rollback",
+    "tool_results",
 }
 RESULT_KEYS = {
     "call_id",
@@ -122,6 +135,8 @@ class Vector:
     approval_predicate: dict[str, Any] | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
     then: list[Then] = field(default_factory=list)
+    model_turn: dict[str, Any] | None = None
+    agent: dict[str, Any] | None = None
 
 
 def default_dir() -> Path:
@@ -165,9 +180,18 @@ def load(path: Path) -> Vector:
     except (OSError, ValueError) as e:
         raise VectorError(f"cannot read the vector: {e}") from e
     _only(raw, TOP_KEYS, "the vector")
-    for key in ("name", "tools", "expect"):
+    for key in ("name", "tools"):
         if key not in raw:
             raise VectorError(f"missing key {key!r}")
+    from support.model import AGENT_EXPECT_KEYS, AGENT_KEYS, MODEL_TURN_KEYS
+
+    if "model_turn" in raw:
+        _only(raw["model_turn"], MODEL_TURN_KEYS, "model_turn")
+    if "agent" in raw:
+        _only(raw["agent"], AGENT_KEYS, "agent")
+        _only(raw["agent"].get("expect", {}), AGENT_EXPECT_KEYS, "agent.expect")
+    elif "expect" not in raw:
+        raise VectorError("missing key 'expect'")
     engine = raw.get("engine", {})
     _only(engine, ENGINE_KEYS, "engine")
     limits = engine.get("limits")
@@ -179,7 +203,7 @@ def load(path: Path) -> Vector:
         if "script" not in entry:
             raise VectorError("a tool needs `script` (null for a client-side tool)")
         tools.append(Tool(entry["spec"], _script(entry["script"])))
-    expect = raw["expect"]
+    expect = raw.get("expect", {})
     _only(expect, EXPECT_KEYS, "expect")
     for result in expect.get("results") or []:
         _only(result, RESULT_KEYS, "an expected result")
@@ -216,6 +240,8 @@ def load(path: Path) -> Vector:
         policy_hook=engine.get("policy_hook"),
         approval_predicate=engine.get("approval_predicate"),
         steps=steps,
+        model_turn=raw.get("model_turn"),
+        agent=raw.get("agent"),
     )
 
 

@@ -7,6 +7,7 @@
 
 use super::model::{ModelError, ModelErrorKind};
 use super::scripted::Step;
+use crate::import::kind;
 use crate::providers::ModelTurn;
 use serde_json::{Value, json};
 
@@ -30,7 +31,7 @@ pub fn turn_from_value(value: Value) -> Result<ModelTurn, String> {
         other => {
             return Err(format!(
                 "a model must return a turn ({{content, tool_calls}}) or a string, got {}",
-                kind_of(&other)
+                kind(&other)
             ));
         }
     };
@@ -95,17 +96,6 @@ pub fn step_from_value(value: Value) -> Result<Step, String> {
             turn_from_value(step.remove("turn").unwrap_or_default()).map(Step::Turn)
         }
         turn => turn_from_value(turn).map(Step::Turn),
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -8,7 +8,7 @@ use crate::batch::{BatchOptions, BatchResult, RollbackReport};
 use crate::caller::Caller;
 use crate::durable::approval::{self, ApprovalRecord, Decision};
 use crate::durable::external::{self, ExternalCall};
-use crate::durable::preference::{self, Preference};
+use crate::durable::preference::{self, Preference, Remember};
 use crate::durable::rollback;
 use crate::durable::run::{self, Resumed, RunRecord};
 use crate::durable::store::StateStore;
@@ -43,6 +43,59 @@ impl Engine {
             approver,
         )
         .await
+    }
+
+    /// Approves a pending request as asked: [`Engine::decide`] with [`Decision::Approve`].
+    /// `remember` also allows later calls of the tool for the asking principal.
+    pub async fn approve(
+        &self,
+        approval_id: &str,
+        arguments_hash: &str,
+        approver: &Caller,
+        remember: Option<Remember>,
+    ) -> Result<ApprovalRecord, ToolError> {
+        let decision = Decision::Approve {
+            arguments_hash: arguments_hash.into(),
+            remember,
+        };
+        self.decide(approval_id, decision, approver).await
+    }
+
+    /// Rejects a pending request; the model sees `message`: [`Decision::Reject`].
+    pub async fn reject(
+        &self,
+        approval_id: &str,
+        arguments_hash: &str,
+        approver: &Caller,
+        message: Option<String>,
+    ) -> Result<ApprovalRecord, ToolError> {
+        let decision = Decision::Reject {
+            arguments_hash: arguments_hash.into(),
+            message,
+        };
+        self.decide(approval_id, decision, approver).await
+    }
+
+    /// Approves a pending request with other arguments, which are checked again and run
+    /// exactly: [`Decision::Edit`].
+    pub async fn edit(
+        &self,
+        approval_id: &str,
+        arguments_hash: &str,
+        approver: &Caller,
+        arguments: Value,
+    ) -> Result<ApprovalRecord, ToolError> {
+        let decision = Decision::Edit {
+            arguments_hash: arguments_hash.into(),
+            arguments,
+        };
+        self.decide(approval_id, decision, approver).await
+    }
+
+    /// The approval inbox: pending requests, oldest first (of `tenant` when given). The same
+    /// as [`Engine::pending_approvals`], under the name every binding uses.
+    pub async fn pending(&self, tenant: Option<&str>) -> Result<Vec<ApprovalRecord>, ToolError> {
+        self.pending_approvals(tenant).await
     }
 
     /// One approval request, as stored (expired ones marked so).

@@ -8,6 +8,7 @@
 pub mod compare;
 pub mod durable;
 pub mod guards;
+pub mod model;
 pub mod script;
 pub mod vector;
 
@@ -204,7 +205,32 @@ pub async fn run_vector(v: Vector) -> Vec<String> {
         v.expect.model_schemas.as_ref(),
         &mut problems,
     );
-    let out = engine.run(v.calls, v.caller, v.options).await;
+    if let Some(run) = v.agent {
+        if !v.calls.is_empty() || v.model_turn.is_some() {
+            problems.push("a vector with `agent` has no `calls` or `model_turn`".into());
+            return problems;
+        }
+        model::run_agent(engine, caller, run, &mut problems).await;
+        return problems;
+    }
+    let calls = match (&v.model_turn, v.calls.is_empty()) {
+        (Some(turn), true) => match turn.calls() {
+            Ok(calls) => calls,
+            Err(e) => {
+                problems.push(e);
+                return problems;
+            }
+        },
+        (Some(_), false) => {
+            problems.push("a vector has `calls` or `model_turn`, not both".into());
+            return problems;
+        }
+        (None, _) => v.calls,
+    };
+    let out = engine.run(calls, v.caller, v.options).await;
+    if let Some(want) = &v.expect.tool_results {
+        model::check_tool_results(want, &out, &mut problems);
+    }
     guards::check_audit(
         &audit,
         0,

@@ -29,7 +29,14 @@ pub struct Vector {
     /// The batch.
     #[serde(default)]
     pub calls: Vec<Call>,
-    /// What must come out.
+    /// The batch as a provider's response asks for it (instead of `calls`).
+    #[serde(default)]
+    pub model_turn: Option<super::model::ModelTurnInput>,
+    /// An agent run over the tools (instead of a batch).
+    #[serde(default)]
+    pub agent: Option<super::model::AgentRun>,
+    /// What must come out (an `agent` vector says it in `agent.expect`).
+    #[serde(default)]
     pub expect: Expect,
     /// Later batches on the same engine (guardrails: cache hits, rate-limit windows).
     #[serde(default)]
@@ -188,6 +195,8 @@ pub struct Expect {
     pub model_schemas: Option<BTreeMap<String, Value>>,
     /// The automatic rollback of an atomic batch, entry by entry (compared on their keys).
     pub rollback: Option<Vec<Map<String, Value>>>,
+    /// Per provider, the exact messages or blocks `tool_results` gives for the batch.
+    pub tool_results: Option<BTreeMap<String, Value>>,
 }
 
 /// The keys an entry of `expect.results` may hold.

@@ -3,9 +3,11 @@
 //! `ModelClient`. Scripted models and fallback chains keep their concrete type too, for what
 //! only they can report.
 
-use crate::callable_model::PyCallableModel;
+pub mod callable;
+
 use crate::convert;
 use crate::error;
+use crate::model::callable::PyCallableModel;
 use crate::providers::write;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

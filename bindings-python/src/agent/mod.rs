@@ -9,14 +9,17 @@
 //! (`agent_state.rs`), copied into the run and written back when it returns, so a run
 //! cancelled midway leaves the state as it was before it. The models are `model.rs`.
 
-use crate::agent_run::{PyAgentRun, RunGuard, RunShared};
-use crate::agent_state::PyAgentState;
-use crate::callable_model::RUN_HOST;
+pub mod run;
+pub mod state;
+
+use crate::agent::run::{PyAgentRun, RunGuard, RunShared};
+use crate::agent::state::PyAgentState;
 use crate::caller::PyCaller;
 use crate::engine::PyEngine;
 use crate::error;
 use crate::host::{BatchHost, lock};
 use crate::model::PyModel;
+use crate::model::callable::RUN_HOST;
 use crate::providers::{read, read_results, write};
 use crate::runtime;
 use pyo3::exceptions::PyRuntimeError;

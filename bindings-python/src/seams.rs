@@ -1,24 +1,21 @@
-//! The core's guardrail seams over Python callables: the app's policy hook
-//! ([`PolicyHook`]) and its resolvers ([`Resolver`]).
+//! The core's seams over Python callables: the app's policy hook ([`PolicyHook`]), its
+//! resolvers ([`Resolver`]) and its approval predicate ([`ApprovalPredicate`]).
 //!
 //! Both run through the same machinery as tool handlers ([`call_python`]): an `async def`
 //! runs as a task on the batch's event loop, a `def` on a worker thread, each in a copy of the
-//! caller's `contextvars`. The core hands the batch's host over with the request
-//! (`check_hosted`, `resolve_hosted`). A raised `ToolError` reaches the model as is; any other
+//! caller's `contextvars`. The core hands the batch's host over as an argument of each seam's
+//! method. A raised `ToolError` reaches the model as is; any other
 //! exception, or an answer of the wrong shape, fails closed (`internal_error`, the traceback
 //! on the result's `detail`).
 
-use crate::error;
 use crate::handler::{Kind, call_python};
-use crate::runtime;
-use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use serde_json::Value;
+use serde_json::json;
 use std::sync::Arc;
-use tooljig::audit::AuditError;
 use tooljig::{
-    AccessDecision, AccessRequest, BoxFuture, HandlerError, HostData, PolicyHook, Resolution,
-    ResolveRequest, Resolver,
+    AccessDecision, AccessRequest, ApprovalPredicate, ApprovalQuery, BoxFuture, HandlerError,
+    HostData, PolicyHook, Resolution, ResolveRequest, Resolver,
 };
 
 /// An app callable and how it runs.
@@ -107,15 +104,54 @@ impl Resolver for PyResolver {
     }
 }
 
-/// Runs an audit read on the runtime, detached from the interpreter, and maps a storage
-/// failure to `OSError`.
-pub fn block_on<T: Send>(
-    py: Python<'_>,
-    work: impl std::future::Future<Output = Result<T, AuditError>> + Send,
-) -> PyResult<T> {
-    let (handle, _cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
-    py.detach(|| handle.block_on(work))
-        .map_err(|e| PyOSError::new_err(format!("audit: {e}")))
+/// The approval predicate: `predicate(query)` gets `{tool, arguments, caller, risk}` and
+/// returns whether the call needs a human decision. Anything but a bool, or an exception,
+/// fails closed: the call needs approval.
+pub struct PyApprovalPredicate {
+    invoke: Arc<Py<PyAny>>,
+    kind: Kind,
+}
+
+impl PyApprovalPredicate {
+    /// The predicate over the app's callable.
+    pub fn new(invoke: Py<PyAny>, is_async: bool) -> Self {
+        PyApprovalPredicate {
+            invoke: Arc::new(invoke),
+            kind: if is_async { Kind::Async } else { Kind::Sync },
+        }
+    }
+}
+
+impl ApprovalPredicate for PyApprovalPredicate {
+    fn requires_approval(
+        &self,
+        query: ApprovalQuery,
+        host: Option<HostData>,
+    ) -> BoxFuture<Result<bool, String>> {
+        let request = json!({
+            "tool": query.tool,
+            "arguments": query.arguments,
+            "caller": *query.caller,
+            "risk": query.risk,
+        });
+        let answer = call_python(
+            &self.invoke,
+            self.kind,
+            host,
+            request,
+            None,
+            "the approval predicate",
+        );
+        Box::pin(async move {
+            match answer.await {
+                Ok(Value::Bool(needed)) => Ok(needed),
+                Ok(other) => Err(format!("it returned {other}; return True or False")),
+                Err(HandlerError::Tool(e)) => Err(e.message),
+                Err(HandlerError::Needs(fields)) => Err(format!("it raised Needs({fields:?})")),
+                Err(HandlerError::Unexpected { detail }) => Err(detail),
+            }
+        })
+    }
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //! wake-up for whatever piled up since the last, and cancelling the outcome future aborts the
 //! run.
 
-use crate::agent_state::StateCell;
+use crate::agent::state::StateCell;
 use crate::error;
-use crate::event_queue::EventQueue;
+use crate::events::queue::EventQueue;
 use crate::host::{BatchHost, Msg, lock, resolve};
 use crate::providers::write;
 use crate::runtime;

@@ -1,5 +1,7 @@
 //! `tooljig.Event`: what happens in a batch, as it happens.
 
+pub mod queue;
+
 use crate::convert;
 use crate::results::PyCallResult;
 use pyo3::exceptions::PyKeyError;
