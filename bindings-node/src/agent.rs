@@ -5,8 +5,8 @@
 //! hands back the new state beside the outcome. Its events are pulled by the JS layer's async
 //! iterator from `NativeAgentRun`, a burst at a time, like a batch's.
 
-use crate::convert::keys;
 use crate::convert::neutral::{invalid, js, parse};
+use crate::convert::{keys, shape};
 use crate::engine::JsEngine;
 use crate::events::RunChannels;
 use crate::model::JsModel;
@@ -148,7 +148,7 @@ fn run_options(options: Option<String>) -> napi::Result<(Caller, Option<Mode>)> 
         serde_json::from_str(&text).map_err(|e| invalid("run options", e))?;
     let caller = match o.remove("caller") {
         None | Some(Value::Null) => Caller::default(),
-        Some(c) => serde_json::from_value(keys::rename(c, keys::snake, &[]))
+        Some(c) => serde_json::from_value(keys::from_js(c, shape::CALLER))
             .map_err(|e| invalid("options.caller", e))?,
     };
     let mode = match o.remove("mode") {
@@ -174,17 +174,12 @@ pub struct JsAgentRun {
     channels: RunChannels<StreamEvent>,
 }
 
-/// The objects of a list of stream events whose keys JS reads in camelCase: each event and a
-/// step's `usage` (see `camel_json.rs`). The data under `input`, `partial`, `output` and
-/// `error` is untouched, as `neutral.rs` leaves it.
-const AGENT_EVENT_OBJECTS: &[&str] = &["*", "*/usage"];
-
 #[napi]
 impl JsAgentRun {
     /// The next events as JSON array text (camelCase keys), or null once the run has ended.
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<String>>> {
-        self.channels.next(env, AGENT_EVENT_OBJECTS)
+        self.channels.next(env, shape::AGENT_EVENTS)
     }
 
     /// How the run ended, as JSON text: `{outcome, state}` (`state`: the core's state JSON)
@@ -272,6 +267,6 @@ mod tests {
             },
         ];
         let by_value = Value::Array(events.iter().map(js).collect()).to_string();
-        assert_eq!(to_camel_json(&events, AGENT_EVENT_OBJECTS), by_value);
+        assert_eq!(to_camel_json(&events, shape::AGENT_EVENTS), by_value);
     }
 }

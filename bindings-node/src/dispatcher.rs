@@ -18,7 +18,7 @@
 //! core's `PolicyHook` and `Resolver` seams): each is a JS function the JS layer keeps in a
 //! table, asked with a JSON request and settled like a handler.
 
-use crate::convert::keys;
+use crate::convert::{keys, shape};
 use crate::outcome::{UNEXPECTED, parse_settlements};
 use napi::Status;
 use napi::bindgen_prelude::Function;
@@ -127,7 +127,7 @@ impl Shared {
                 None => {
                     seen.push(ptr);
                     let caller = serde_json::to_value(&*r.caller).unwrap_or(Value::Null);
-                    callers.push(keys::rename(caller, keys::camel, &[]));
+                    callers.push(keys::to_js(caller, shape::CALLER));
                     seen.len() - 1
                 }
             };

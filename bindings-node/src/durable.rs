@@ -9,8 +9,8 @@
 //! binding's own records are camelCase; arguments, values, envelopes and step details pass
 //! through untouched (`keys.rs`).
 
-use crate::convert::keys;
-use crate::engine::{JsEngine, batch_text, result_value};
+use crate::convert::{keys, shape};
+use crate::engine::{JsEngine, batch_text};
 use crate::handler::JsHandler;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Status};
@@ -47,46 +47,23 @@ fn to_value(v: &impl Serialize) -> Value {
 
 /// A caller from the JS layer (camelCase or snake_case keys).
 fn caller_of(value: Value, what: &str) -> napi::Result<Caller> {
-    serde_json::from_value(keys::rename(value, keys::snake, &[])).map_err(|e| invalid(what, e))
+    serde_json::from_value(keys::from_js(value, shape::CALLER)).map_err(|e| invalid(what, e))
 }
 
 /// An approval record: its own keys, the requester's and the decision's camelCase.
 pub fn approval_value(record: &ApprovalRecord) -> Value {
-    keys::rename(to_value(record), keys::camel, &["requestedBy", "decision"])
+    keys::to_js(to_value(record), shape::APPROVAL_RECORD)
 }
 
 /// A rollback report: `{runId, entries}`, each entry's keys camelCase (envelopes untouched).
 pub fn rollback_value(report: Value) -> Value {
-    let mut v = keys::rename(report, keys::camel, &[]);
-    if let Some(Value::Array(entries)) = v.get_mut("entries") {
-        for e in entries.iter_mut() {
-            *e = keys::rename(e.take(), keys::camel, &[]);
-        }
-    }
-    v
-}
-
-fn each(v: &mut Value, key: &str, f: impl Fn(Value) -> Value) {
-    if let Some(Value::Array(items)) = v.get_mut(key) {
-        for item in items.iter_mut() {
-            *item = f(item.take());
-        }
-    }
+    keys::to_js(report, shape::ROLLBACK_REPORT)
 }
 
 /// A run record: its keys, its caller's, calls', options', results', steps', lease's and
 /// rollback entries' keys camelCase; arguments, envelopes and step details untouched.
 fn run_value(record: &RunRecord) -> Value {
-    let mut v = keys::rename(
-        to_value(record),
-        keys::camel,
-        &["caller", "options", "resuming"],
-    );
-    each(&mut v, "calls", |c| keys::rename(c, keys::camel, &[]));
-    each(&mut v, "results", result_value);
-    each(&mut v, "steps", |s| keys::rename(s, keys::camel, &[]));
-    each(&mut v, "rollback", |e| keys::rename(e, keys::camel, &[]));
-    v
+    keys::to_js(to_value(record), shape::RUN_RECORD)
 }
 
 fn batch_value(out: &BatchResult) -> Value {
@@ -113,7 +90,7 @@ impl JsEngine {
         decision: Value,
         approver: Value,
     ) -> napi::Result<PromiseRaw<'env, String>> {
-        let decision: Decision = serde_json::from_value(keys::rename(decision, keys::snake, &[]))
+        let decision: Decision = serde_json::from_value(keys::from_js(decision, shape::DECISION))
             .map_err(|e| invalid("decision", e))?;
         let approver = caller_of(approver, "approver")?;
         let engine = self.core();
@@ -180,7 +157,7 @@ impl JsEngine {
         env.spawn_future(async move {
             let out = engine.allow_always(&caller, &tool, values).await;
             Ok(answer(
-                out.map(|p| keys::rename(to_value(&p), keys::camel, &[])),
+                out.map(|p| keys::to_js(to_value(&p), shape::PREFERENCE)),
             ))
         })
     }
@@ -199,7 +176,7 @@ impl JsEngine {
             Ok(answer(out.map(|ps| {
                 Value::Array(
                     ps.iter()
-                        .map(|p| keys::rename(to_value(p), keys::camel, &[]))
+                        .map(|p| keys::to_js(to_value(p), shape::PREFERENCE))
                         .collect(),
                 )
             })))
@@ -254,7 +231,7 @@ impl JsEngine {
             Ok(answer(out.map(|cs| {
                 Value::Array(
                     cs.iter()
-                        .map(|c| keys::rename(to_value(c), keys::camel, &[]))
+                        .map(|c| keys::to_js(to_value(c), shape::EXTERNAL_CALL))
                         .collect(),
                 )
             })))

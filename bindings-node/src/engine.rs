@@ -5,7 +5,7 @@
 //! than napi builds objects property by property. Keys follow the rule of `keys.rs`.
 
 use crate::cancel::JsCancel;
-use crate::convert::keys;
+use crate::convert::{keys, shape};
 use crate::dispatcher::Dispatcher;
 use crate::error::RegistrationProblem;
 use crate::events::JsStream;
@@ -49,7 +49,7 @@ impl BatchInput {
             .into_iter()
             .enumerate()
             .map(|(i, c)| {
-                serde_json::from_value(keys::rename(c, keys::snake, &[]))
+                serde_json::from_value(keys::from_js(c, shape::CALLER))
                     .map_err(|e| invalid(&format!("calls[{i}]"), e))
             })
             .collect::<napi::Result<Vec<Call>>>()?;
@@ -57,10 +57,10 @@ impl BatchInput {
             serde_json::from_str(options).map_err(|e| invalid("options", e))?;
         let caller = match options.remove("caller") {
             None | Some(Value::Null) => Caller::default(),
-            Some(c) => serde_json::from_value(keys::rename(c, keys::snake, &[]))
+            Some(c) => serde_json::from_value(keys::from_js(c, shape::CALLER))
                 .map_err(|e| invalid("options.caller", e))?,
         };
-        let options = keys::rename(Value::Object(options), keys::snake, &[]);
+        let options = keys::from_js(Value::Object(options), shape::BATCH_OPTIONS);
         let mut options: BatchOptions =
             serde_json::from_value(options).map_err(|e| invalid("options", e))?;
         options.cancel = cancel;
@@ -75,22 +75,7 @@ impl BatchInput {
 /// A batch's results as the JS layer reads them: camelCase keys (the batch's and each
 /// result's), envelopes and everything nested untouched.
 pub fn batch_text(out: &BatchResult) -> String {
-    crate::convert::camel_json::to_camel_json(out, BATCH_OBJECTS)
-}
-
-/// The objects of a batch result whose keys JS reads in camelCase (see `camel_json.rs`).
-const BATCH_OBJECTS: &[&str] = &[
-    "",
-    "results/*",
-    "results/*/approval",
-    "rollback",
-    "rollback/entries/*",
-];
-
-/// One call result with camelCase keys (its `approval`'s too); its envelope and arguments
-/// untouched.
-pub fn result_value(result: Value) -> Value {
-    keys::rename(result, keys::camel, &["approval"])
+    crate::convert::camel_json::to_camel_json(out, shape::BATCH)
 }
 
 #[napi]
@@ -143,7 +128,7 @@ impl JsEngine {
         let specs = match caller {
             None | Some(Value::Null) => self.engine.specs(),
             Some(c) => {
-                let caller: Caller = serde_json::from_value(keys::rename(c, keys::snake, &[]))
+                let caller: Caller = serde_json::from_value(keys::from_js(c, shape::CALLER))
                     .map_err(|e| invalid("caller", e))?;
                 self.engine.specs_for(&caller)
             }
@@ -171,7 +156,7 @@ impl JsEngine {
         let sink = self.audit_sink()?;
         let query: AuditQuery = match query {
             None | Some(Value::Null) => AuditQuery::default(),
-            Some(q) => serde_json::from_value(keys::rename(q, keys::snake, &[]))
+            Some(q) => serde_json::from_value(keys::from_js(q, shape::AUDIT))
                 .map_err(|e| invalid("audit query", e))?,
         };
         env.spawn_future(async move {
@@ -179,13 +164,7 @@ impl JsEngine {
             let records = sink.query(query).await.map_err(audit_failed)?;
             let records: Vec<Value> = records
                 .iter()
-                .map(|r| {
-                    keys::rename(
-                        serde_json::to_value(r).unwrap_or(Value::Null),
-                        keys::camel,
-                        &[],
-                    )
-                })
+                .map(|r| keys::to_js(serde_json::to_value(r).unwrap_or(Value::Null), shape::AUDIT))
                 .collect();
             Ok(Value::Array(records).to_string())
         })
@@ -199,10 +178,9 @@ impl JsEngine {
         env.spawn_future(async move {
             sink.flush().await.map_err(audit_failed)?;
             let report = sink.verify().await.map_err(audit_failed)?;
-            Ok(keys::rename(
+            Ok(keys::to_js(
                 serde_json::to_value(&report).unwrap_or(Value::Null),
-                keys::camel,
-                &[],
+                shape::AUDIT,
             )
             .to_string())
         })
@@ -297,12 +275,11 @@ fn engine_from_options(
     options: Option<Value>,
     dispatcher: &Arc<Dispatcher>,
 ) -> napi::Result<Engine> {
-    let mut options =
-        match options.map(|o| keys::rename(o, keys::snake, &["limits", "approval_rules"])) {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(map)) => map,
-            Some(_) => return Err(invalid("engine options", "must be an object")),
-        };
+    let mut options = match options.map(|o| keys::from_js(o, shape::ENGINE_OPTIONS)) {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(invalid("engine options", "must be an object")),
+    };
     let policy_hook = options.remove("policy_hook") == Some(Value::Bool(true));
     let predicate = options.remove("approval_predicate") == Some(Value::Bool(true));
     let resolvers: Vec<String> = match options.remove("resolvers") {
@@ -347,26 +324,16 @@ fn engine_from_options(
 }
 
 /// The binding's own objects nested in a policy whose camelCase keys a spec may use.
-const POLICY_OBJECTS: &[&str] = &["retry", "approval", "idempotency"];
-
 /// A spec from the JS layer (camelCase or snake_case keys, its policy's too), read by the
 /// core's one spec parser.
 fn parse_spec(spec: Value) -> Result<ToolSpec, RegistrationProblem> {
-    let mut spec = keys::rename(spec, keys::snake, &[]);
-    if let Some(policy) = spec.get_mut("policy") {
-        *policy = keys::rename(policy.take(), keys::snake, POLICY_OBJECTS);
-    }
-    ToolSpec::from_value(spec).map_err(RegistrationProblem::from)
+    ToolSpec::from_value(keys::from_js(spec, shape::SPEC_IN)).map_err(RegistrationProblem::from)
 }
 
 /// A spec with camelCase keys, its policy's too; schemas untouched.
 fn spec_value(spec: &ToolSpec) -> Value {
-    let v = serde_json::to_value(spec).unwrap_or(Value::Null);
-    let mut v = keys::rename(v, keys::camel, &[]);
-    if let Some(policy) = v.get_mut("policy") {
-        // Only `retry` is camelCased on the way out: `neutral.rs` reads exported specs back
-        // with that rule, and input accepts both spellings anyway.
-        *policy = keys::rename(policy.take(), keys::camel, &["retry"]);
-    }
-    v
+    keys::to_js(
+        serde_json::to_value(spec).unwrap_or(Value::Null),
+        shape::SPEC_OUT,
+    )
 }

@@ -5,6 +5,7 @@
 //! array, so a burst of events costs one round trip; `null` means the batch is over.
 
 use crate::convert::camel_json::to_camel_json;
+use crate::convert::shape::{self, Shape};
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -35,7 +36,7 @@ impl<T: Serialize + Send + 'static> RunChannels<T> {
     pub fn next<'env>(
         &self,
         env: &'env Env,
-        patterns: &'static [&'static str],
+        shape: Shape,
     ) -> napi::Result<PromiseRaw<'env, Option<String>>> {
         let events = self.events.clone();
         env.spawn_future(async move {
@@ -47,7 +48,7 @@ impl<T: Serialize + Send + 'static> RunChannels<T> {
             while let Ok(e) = rx.try_recv() {
                 out.push(e);
             }
-            Ok(Some(to_camel_json(&out, patterns)))
+            Ok(Some(to_camel_json(&out, shape)))
         })
     }
 
@@ -92,16 +93,12 @@ impl JsStream {
     }
 }
 
-/// The objects of a list of events whose keys JS reads in camelCase: each event, a
-/// `call_finished` event's result and its approval (see `camel_json.rs`). Values untouched.
-const EVENT_OBJECTS: &[&str] = &["*", "*/result", "*/result/approval"];
-
 #[napi]
 impl JsStream {
     /// The next events as JSON array text, or null once the batch has finished.
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<String>>> {
-        self.channels.next(env, EVENT_OBJECTS)
+        self.channels.next(env, shape::BATCH_EVENTS)
     }
 
     /// The batch's results (as `NativeEngine.run` gives them), once it has finished.

@@ -9,8 +9,8 @@
 //! retryAfterMs}}`. Events the function `emit`s while it answers reach the run through
 //! [`JsModel::emit`], routed by the stream id the request carried.
 
-use crate::convert::keys;
 use crate::convert::neutral::{self, invalid, js, parse};
+use crate::convert::{keys, shape};
 use crate::dispatcher::{AppFunction, Dispatcher};
 use crate::outcome::OK;
 use napi::bindgen_prelude::{Function, PromiseRaw};
@@ -196,7 +196,7 @@ impl JsModel {
                         "expected an object of header names to values (strings)",
                     ));
                 }
-                let mut config = keys::rename(Value::Object(o), keys::snake, &[]);
+                let mut config = keys::from_js(Value::Object(o), shape::HTTP_MODEL_OPTIONS);
                 if let (Some(h), Value::Object(c)) = (headers, &mut config) {
                     c.insert("headers".into(), h);
                 }

@@ -1,23 +1,22 @@
 //! JSON text with camelCase keys, written straight from serde.
 //!
 //! The rule of `keys.rs` (rename the binding's own keys, never the data) applied while
-//! serializing: a serde_json formatter that renames the keys of the objects whose path matches
-//! one of a few patterns and writes everything else as serde_json would. Results cross to JS
-//! on the hot path; turning them into a `Value` tree, renaming it and printing it cost ten
-//! times more than serializing them once.
-//!
-//! A pattern is a `/`-separated path from the root: a key, or `*` for any array element; `""`
-//! is the root itself. `"results/*/approval"` renames the keys of each result's `approval`.
+//! serializing: a serde_json formatter that renames the keys of the objects at the paths of a
+//! [`Shape`] (the table in `shape.rs`) and writes everything else as serde_json would; it
+//! gives the bytes `keys::to_js` gives for the same shape. Results cross to JS on the hot path;
+//! turning them into a `Value` tree, renaming it and printing it cost ten times more than
+//! serializing them once.
 
+use super::shape::Shape;
 use serde::Serialize;
 use serde_json::ser::{CompactFormatter, Formatter};
 use std::io::{self, Write};
 
-/// `value` as JSON text, the keys of the objects at `patterns` in camelCase.
-pub fn to_camel_json<T: Serialize + ?Sized>(value: &T, patterns: &[&str]) -> String {
+/// `value` as JSON text, the keys of the objects at `shape`'s paths in camelCase.
+pub fn to_camel_json<T: Serialize + ?Sized>(value: &T, shape: Shape) -> String {
     let mut out = Vec::with_capacity(256);
     let formatter = CamelKeys {
-        patterns,
+        patterns: shape,
         path: Vec::new(),
         renames: Vec::new(),
         key: String::new(),
@@ -227,12 +226,21 @@ mod tests {
     }
 
     #[test]
-    fn agrees_with_renaming_a_value() {
+    fn agrees_with_renaming_a_value_of_the_same_shape() {
+        use crate::convert::{keys, shape};
         let v = json!({"duration_us": 3, "results": [], "nested_obj": {"inner_key": null}});
         let text = to_camel_json(&v, &[""]);
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(&text).unwrap(),
-            crate::convert::keys::rename(v, crate::convert::keys::camel, &[])
+            keys::to_js(v, &[""])
+        );
+        let batch = json!({"run_id": "r", "results": [{"call_id": "a",
+            "envelope": {"ok": true, "data": {"user_id": 1}}, "approval": {"arguments_hash": "h"}}],
+            "rollback": {"run_id": "r", "entries": [{"call_id": "a", "the_data": {"a_b": 1}}]}});
+        let text = to_camel_json(&batch, shape::BATCH);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            keys::to_js(batch, shape::BATCH)
         );
     }
 }

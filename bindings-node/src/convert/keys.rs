@@ -8,7 +8,8 @@
 //! field a later issue adds to the core flows through without a binding change, and an
 //! argument named `userId` inside a policy stays `userId`.
 
-use serde_json::{Map, Value};
+use super::shape::{self, Shape};
+use serde_json::Value;
 
 /// `timeoutMs` → `timeout_ms`; keys already in snake_case are unchanged.
 pub fn snake(key: &str) -> String {
@@ -47,31 +48,79 @@ pub fn camel(key: &str) -> String {
     out
 }
 
-/// Renames the keys of `value` (when it is an object) with `rename`, then the keys of the
-/// nested objects under `nested` (names after renaming) the same way, one level each.
-pub fn rename(value: Value, rename: fn(&str) -> String, nested: &[&str]) -> Value {
+/// `value` from the core with the keys of the objects `shape` names in camelCase.
+pub fn to_js(value: Value, shape: Shape) -> Value {
+    rename(value, shape, camel)
+}
+
+/// `value` from JavaScript (camelCase or snake_case keys) with the core's keys.
+pub fn from_js(value: Value, shape: Shape) -> Value {
+    rename(value, shape, snake)
+}
+
+/// `value` with the keys of the objects `shape` names renamed by `rename`.
+pub fn rename(value: Value, shape: Shape, rename: fn(&str) -> String) -> Value {
+    walk(value, shape, rename, &mut Vec::new())
+}
+
+/// Renames the keys of the objects at `shape`'s paths; `path` holds the segments so far, in
+/// the core's spelling.
+fn walk(value: Value, shape: Shape, rename: fn(&str) -> String, path: &mut Vec<String>) -> Value {
+    let here: Vec<Option<&str>> = path
+        .iter()
+        .map(|s| (s != "*").then_some(s.as_str()))
+        .collect();
     match value {
-        Value::Object(map) => Value::Object(rename_map(map, rename, nested)),
+        Value::Object(map) if shape::renames(shape, &here) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    path.push(snake(&k));
+                    let v = walk(v, shape, rename, path);
+                    path.pop();
+                    (rename(&k), v)
+                })
+                .collect(),
+        ),
+        // Objects whose keys stay may still hold renamed ones deeper (`results/*/approval`).
+        Value::Object(map) if reaches_below(shape, &here) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    path.push(snake(&k));
+                    let v = walk(v, shape, rename, path);
+                    path.pop();
+                    (k, v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) if reaches_below(shape, &here) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| {
+                    path.push("*".into());
+                    let v = walk(v, shape, rename, path);
+                    path.pop();
+                    v
+                })
+                .collect(),
+        ),
         other => other,
     }
 }
 
-fn rename_map(
-    map: Map<String, Value>,
-    rename: fn(&str) -> String,
-    nested: &[&str],
-) -> Map<String, Value> {
-    map.into_iter()
-        .map(|(k, v)| {
-            let k = rename(&k);
-            let v = if nested.contains(&k.as_str()) {
-                self::rename(v, rename, &[])
-            } else {
-                v
-            };
-            (k, v)
-        })
-        .collect()
+/// Whether a path of `shape` lies strictly below `path`.
+fn reaches_below(shape: Shape, path: &[Option<&str>]) -> bool {
+    shape.iter().any(|pattern| {
+        let parts: Vec<&str> = if pattern.is_empty() {
+            Vec::new()
+        } else {
+            pattern.split('/').collect()
+        };
+        parts.len() > path.len()
+            && parts.iter().zip(path).all(|(p, seg)| match seg {
+                None => *p == "*",
+                Some(k) => p == k,
+            })
+    })
 }
 
 #[cfg(test)]
@@ -92,10 +141,23 @@ mod tests {
 
     #[test]
     fn values_are_left_alone() {
-        let v = json!({"timeoutMs": 5, "retry": {"backoffMs": 1}, "hiddenArgs": {"userId": 1}});
+        let v = json!({"name": "t", "inputSchema": {"maxItems": 1},
+            "policy": {"timeoutMs": 5, "retry": {"backoffMs": 1}, "hiddenArgs": {"userId": 1}}});
         assert_eq!(
-            rename(v, snake, &["retry"]),
-            json!({"timeout_ms": 5, "retry": {"backoff_ms": 1}, "hidden_args": {"userId": 1}})
+            from_js(v, shape::SPEC_IN),
+            json!({"name": "t", "input_schema": {"maxItems": 1},
+                "policy": {"timeout_ms": 5, "retry": {"backoff_ms": 1}, "hidden_args": {"userId": 1}}})
+        );
+    }
+
+    #[test]
+    fn nested_paths_through_arrays() {
+        let batch = json!({"run_id": "r", "results": [{"call_id": "a", "envelope": {"ok_now": 1},
+            "approval": {"expires_at_ms": 1}}]});
+        assert_eq!(
+            to_js(batch, shape::BATCH),
+            json!({"runId": "r", "results": [{"callId": "a", "envelope": {"ok_now": 1},
+                "approval": {"expiresAtMs": 1}}]})
         );
     }
 }

@@ -2,31 +2,14 @@
 //! model turns and requests, stream events, run outcomes).
 //!
 //! These nest deeper than the engine's objects (a request holds messages holding tool calls),
-//! so their keys are renamed at every level, except under the keys in [`OPAQUE`]: those hold
+//! so their keys are renamed at every level, except under the keys in
+//! [`shape::NEUTRAL_DATA`]: those hold
 //! the app's or the model's own data (arguments, envelopes, schemas, partial input) and pass
 //! through byte for byte, as `keys.rs` promises for the engine's objects. A spec's `policy`
 //! follows the engine's rule (its keys and its `retry`'s).
 
-use crate::convert::keys;
+use crate::convert::{keys, shape};
 use serde_json::{Map, Value};
-
-/// Keys (snake_case spelling) whose values are data, never renamed.
-const OPAQUE: &[&str] = &[
-    "arguments",
-    "envelope",
-    "input",
-    "partial",
-    "output",
-    "provider_data",
-    "input_schema",
-    "output_schema",
-    "response_schema",
-    "failures_by_code",
-    "details",
-    "error",
-    "data",
-    "result",
-];
 
 /// A neutral value from the core with camelCase keys for JavaScript.
 pub fn to_js(value: Value) -> Value {
@@ -86,8 +69,8 @@ fn convert_map(map: Map<String, Value>, rename: fn(&str) -> String) -> Map<Strin
         .map(|(k, v)| {
             let snake = keys::snake(&k);
             let v = if snake == "policy" {
-                keys::rename(v, rename, &["retry"])
-            } else if OPAQUE.contains(&snake.as_str()) {
+                keys::rename(v, shape::POLICY, rename)
+            } else if shape::NEUTRAL_DATA.contains(&snake.as_str()) {
                 v
             } else {
                 convert(v, rename)

@@ -5,7 +5,7 @@
 //! other value, a throw or a rejection is an error, which the core counts as "needs approval":
 //! the rule fails closed.
 
-use crate::convert::keys;
+use crate::convert::{keys, shape};
 use crate::dispatcher::{AppFunction, Dispatcher};
 use crate::outcome::OK;
 use serde_json::{Value, json};
@@ -44,7 +44,7 @@ impl ApprovalPredicate for JsApprovalPredicate {
         let request = json!({
             "tool": query.tool,
             "arguments": query.arguments,
-            "caller": keys::rename(caller, keys::camel, &[]),
+            "caller": keys::to_js(caller, shape::CALLER),
             "risk": query.risk,
         });
         let (token, rx) = self.dispatcher.ask(AppFunction::ApprovalPredicate, request);

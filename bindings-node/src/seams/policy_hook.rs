@@ -5,7 +5,7 @@
 //! `{allow, reason}`; it may be async. Anything else, a throw, or a rejection fails closed:
 //! the core refuses the call.
 
-use crate::convert::keys;
+use crate::convert::{keys, shape};
 use crate::dispatcher::{AppFunction, Dispatcher};
 use crate::outcome::{OK, to_failure};
 use serde_json::Value;
@@ -30,14 +30,10 @@ impl PolicyHook for JsPolicyHook {
         request: AccessRequest,
         _host: Option<HostData>,
     ) -> BoxFuture<Result<AccessDecision, HandlerError>> {
-        let mut request = keys::rename(
+        let request = keys::to_js(
             serde_json::to_value(&request).unwrap_or(Value::Null),
-            keys::camel,
-            &[],
+            shape::SEAM_REQUEST,
         );
-        if let Some(caller) = request.get_mut("caller") {
-            *caller = keys::rename(caller.take(), keys::camel, &[]);
-        }
         let (token, rx) = self.dispatcher.ask(AppFunction::PolicyHook, request);
         let dispatcher = self.dispatcher.clone();
         Box::pin(async move {

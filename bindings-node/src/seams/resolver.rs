@@ -4,7 +4,7 @@
 //! `{status: 'found', value}`, `{status: 'not_found'}` or `{status: 'ambiguous', candidates}`;
 //! a thrown `ToolError` keeps its code, anything else is an unexpected failure.
 
-use crate::convert::keys;
+use crate::convert::{keys, shape};
 use crate::dispatcher::{AppFunction, Dispatcher};
 use crate::outcome::{OK, to_failure};
 use serde_json::Value;
@@ -30,14 +30,10 @@ impl Resolver for JsResolver {
         request: ResolveRequest,
         _host: Option<HostData>,
     ) -> BoxFuture<Result<Resolution, HandlerError>> {
-        let mut request = keys::rename(
+        let request = keys::to_js(
             serde_json::to_value(&request).unwrap_or(Value::Null),
-            keys::camel,
-            &[],
+            shape::SEAM_REQUEST,
         );
-        if let Some(caller) = request.get_mut("caller") {
-            *caller = keys::rename(caller.take(), keys::camel, &[]);
-        }
         let (token, rx) = self
             .dispatcher
             .ask(AppFunction::Resolver(self.index), request);

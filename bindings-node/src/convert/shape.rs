@@ -1,0 +1,125 @@
+//! The one table of the JavaScript edge's casing: for each kind of object that crosses it,
+//! where the binding's own keys are. Everything not listed here is data (arguments,
+//! envelopes, schemas, caller attributes, the app's values) and passes byte for byte.
+//!
+//! A [`Shape`] lists the paths, from the object's root, of the objects whose keys are the
+//! binding's own: `""` is the root, a key names the object under it, `*` any array element.
+//! Paths are spelled as the core spells keys (snake_case). Provider-neutral values (messages,
+//! turns, requests, stream events) nest too deeply for paths: they are renamed at every
+//! level except under the keys of [`NEUTRAL_DATA`].
+
+/// The paths of the objects whose keys are renamed.
+pub type Shape = &'static [&'static str];
+
+/// A caller (`principal`, `tenant`, `roles`, ...; `attributes` are data).
+pub const CALLER: Shape = &[""];
+/// Batch options.
+pub const BATCH_OPTIONS: Shape = &[""];
+/// An audit query, an audit record, the chain's verification report.
+pub const AUDIT: Shape = &[""];
+/// The engine's options (data ones: `limits`, `approval_rules`; `schema_resources` are data).
+pub const ENGINE_OPTIONS: Shape = &["", "limits", "approval_rules"];
+/// A tool spec as registered; its schemas are data.
+pub const SPEC_IN: Shape = &[
+    "",
+    "policy",
+    "policy/retry",
+    "policy/approval",
+    "policy/idempotency",
+];
+/// A tool spec as `specs()` exports it: only `retry` of the policy's objects is renamed, which
+/// is how [`NEUTRAL_DATA`]'s rule reads a `policy` back.
+pub const SPEC_OUT: Shape = &["", "policy", "policy/retry"];
+/// A policy inside a provider-neutral value (a tool of a model request).
+pub const POLICY: Shape = &["", "retry"];
+/// The options of an HTTP model (`headers` are data).
+pub const HTTP_MODEL_OPTIONS: Shape = &[""];
+/// An approval decision (`arguments` are data).
+pub const DECISION: Shape = &[""];
+/// A batch's results, and the rollback of an atomic batch.
+pub const BATCH: Shape = &[
+    "",
+    "results/*",
+    "results/*/approval",
+    "rollback",
+    "rollback/entries/*",
+];
+/// A batch's events.
+pub const BATCH_EVENTS: Shape = &["*", "*/result", "*/result/approval"];
+/// An agent run's events.
+pub const AGENT_EVENTS: Shape = &["*", "*/usage"];
+/// A stored approval request.
+pub const APPROVAL_RECORD: Shape = &["", "requested_by", "decision"];
+/// A rollback report.
+pub const ROLLBACK_REPORT: Shape = &["", "entries/*"];
+/// A run record with its calls, results, step log and rollbacks.
+pub const RUN_RECORD: Shape = &[
+    "",
+    "caller",
+    "options",
+    "resuming",
+    "calls/*",
+    "results/*",
+    "results/*/approval",
+    "steps/*",
+    "rollback/*",
+];
+/// A learned "always allow" preference (`values` are data).
+pub const PREFERENCE: Shape = &[""];
+/// A client-side call awaiting its result.
+pub const EXTERNAL_CALL: Shape = &[""];
+/// What the policy hook and the resolvers are asked.
+pub const SEAM_REQUEST: Shape = &["", "caller"];
+
+/// Keys (snake_case) whose values are data inside provider-neutral values.
+pub const NEUTRAL_DATA: &[&str] = &[
+    "arguments",
+    "envelope",
+    "input",
+    "partial",
+    "output",
+    "provider_data",
+    "input_schema",
+    "output_schema",
+    "response_schema",
+    "failures_by_code",
+    "details",
+    "error",
+    "data",
+    "result",
+];
+
+/// Whether the object at `path` (segments: `Some(key)` or `None` for an array element) has
+/// its keys renamed under `shape`.
+pub fn renames(shape: Shape, path: &[Option<&str>]) -> bool {
+    shape.iter().any(|pattern| matches(pattern, path))
+}
+
+fn matches(pattern: &str, path: &[Option<&str>]) -> bool {
+    if pattern.is_empty() {
+        return path.is_empty();
+    }
+    let parts: Vec<&str> = pattern.split('/').collect();
+    parts.len() == path.len()
+        && parts.iter().zip(path).all(|(p, seg)| match seg {
+            None => *p == "*",
+            Some(k) => p == k,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_match_exactly() {
+        assert!(renames(BATCH, &[]));
+        assert!(renames(BATCH, &[Some("results"), None]));
+        assert!(renames(BATCH, &[Some("results"), None, Some("approval")]));
+        assert!(!renames(BATCH, &[Some("results"), None, Some("envelope")]));
+        assert!(!renames(
+            RUN_RECORD,
+            &[Some("calls"), None, Some("arguments")]
+        ));
+    }
+}
