@@ -97,3 +97,10 @@ test('a throwing handler leaves the engine usable for the next batch', async () 
     assert.deepEqual(out.results[1].envelope, { ok: true, data: 1 })
   }
 })
+
+test('details of a ToolError never override its code, message or retryability', async () => {
+  const r = await runOne(() => {
+    throw new ToolError('not_found', 'no such lead', { details: { code: 'ok', message: 'pwned', retryable: true, id: 3 } })
+  })
+  assert.deepEqual(r.envelope, { ok: false, error: { code: 'not_found', message: 'no such lead', retryable: false, id: 3 } })
+})

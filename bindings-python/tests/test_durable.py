@@ -320,3 +320,14 @@ async def test_approve_reject_edit_and_pending_mirror_the_other_languages() -> N
     assert done.get("a").envelope["ok"] and done.get("e").envelope["ok"]  # type: ignore[union-attr]
     assert done.get("r").envelope["error"]["code"] == "approval_rejected"  # type: ignore[union-attr]
     assert sorted(line.split(" by ")[0] for line in log) == ["sent a@x.io hi", "sent carol@x.io edited"]
+
+
+async def test_a_submitted_error_cannot_override_its_code_with_a_detail() -> None:
+    engine = tooljig.Engine()
+    engine.register("ask_user", "Asks the user.", {"type": "object"}, None)
+    out = await engine.run([{"id": "q", "tool": "ask_user", "arguments": {}}], caller=ALICE)
+    assert out.run_id
+    error = tooljig.ToolError("not_found", "no rooms")
+    error.details.update({"code": "ok", "message": "pwned", "retryable": True, "floor": 3})
+    failed = await engine.submit_result(out.run_id, "q", error=error)
+    assert failed["error"] == {"code": "not_found", "message": "no rooms", "retryable": False, "floor": 3}

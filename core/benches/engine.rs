@@ -100,6 +100,43 @@ fn overhead(c: &mut Criterion) {
     group.finish();
 }
 
+/// A tool after itself: its calls run one by one. Planning orders them with one edge a call,
+/// so a large batch costs about what the same calls cost in parallel.
+fn serial(c: &mut Criterion) {
+    let rt = runtime();
+    let engine = Engine::new();
+    engine
+        .register(
+            Tool::from_fn("append", "Appends.", json!({"type": "object"}), |_, _| async {
+                Ok::<_, tooljig::HandlerError>(Value::Null)
+            })
+            .policy(tooljig::Policy {
+                after: vec!["append".into()],
+                ..Default::default()
+            }),
+        )
+        .expect("append registers");
+    let calls: Vec<Call> = (0..10_000)
+        .map(|i| Call::new(format!("c{i}"), "append", json!({})))
+        .collect();
+    let mut group = c.benchmark_group("overhead");
+    group.sample_size(10);
+    group.bench_function("after_itself/10000", |b| {
+        b.to_async(&rt).iter_batched(
+            || calls.clone(),
+            |calls| async {
+                black_box(
+                    engine
+                        .run(calls, Caller::default(), BatchOptions::default())
+                        .await,
+                )
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
 fn sleeping(c: &mut Criterion) {
     let rt = runtime();
     let engine = engine();
@@ -187,5 +224,5 @@ fn baseline(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, overhead, sleeping, baseline);
+criterion_group!(benches, overhead, serial, sleeping, baseline);
 criterion_main!(benches);

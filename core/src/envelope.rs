@@ -115,8 +115,10 @@ impl<'de> Deserialize<'de> for Envelope {
 
 /// A refusal or failure as the model sees it: a code, a message it can act on, whether
 /// retrying may help, and code-specific details (`retry_after_ms`, `missing_scopes`, ...)
-/// flattened beside them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// flattened beside them. A detail can never shadow `code`, `message` or `retryable`: those
+/// keys are left out of the details when written, whoever put them there (a handler, a
+/// client's submitted error), so the code the model sees is always one of the closed set.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ToolError {
     /// One of the closed set of codes.
     pub code: ErrorCode,
@@ -127,6 +129,25 @@ pub struct ToolError {
     /// Code-specific details, flattened into the error object.
     #[serde(flatten)]
     pub details: Map<String, Value>,
+}
+
+/// The keys of the error object itself, which no detail may take.
+const RESERVED: [&str; 3] = ["code", "message", "retryable"];
+
+impl Serialize for ToolError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", &self.code)?;
+        map.serialize_entry("message", &self.message)?;
+        map.serialize_entry("retryable", &self.retryable)?;
+        for (k, v) in &self.details {
+            if !RESERVED.contains(&k.as_str()) {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
 }
 
 impl ToolError {
@@ -140,9 +161,13 @@ impl ToolError {
         }
     }
 
-    /// Adds one detail field, e.g. `retry_after_ms`.
+    /// Adds one detail field, e.g. `retry_after_ms`; `code`, `message` and `retryable` are
+    /// the error's own and are ignored as details.
     pub fn with(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
-        self.details.insert(key.into(), value.into());
+        let key = key.into();
+        if !RESERVED.contains(&key.as_str()) {
+            self.details.insert(key, value.into());
+        }
         self
     }
 
@@ -182,6 +207,20 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&e).unwrap(),
             r#"{"ok":false,"error":{"code":"rate_limited","message":"slow down","retryable":true,"retry_after_ms":250}}"#
+        );
+    }
+
+    #[test]
+    fn a_detail_never_shadows_the_code() {
+        let mut e = ToolError::new(ErrorCode::NotFound, "gone").with("code", "ok");
+        e.details.insert("code".into(), json!("ok"));
+        e.details.insert("message".into(), json!("pwned"));
+        e.details.insert("retryable".into(), json!(true));
+        e.details.insert("id".into(), json!(3));
+        let text = serde_json::to_string(&Envelope::Error(e)).unwrap();
+        assert_eq!(
+            text,
+            r#"{"ok":false,"error":{"code":"not_found","message":"gone","retryable":false,"id":3}}"#
         );
     }
 

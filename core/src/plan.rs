@@ -164,12 +164,27 @@ impl Plan {
             deps.dedup();
             let mut order = Vec::new();
             for after in &n.tool.spec.policy.after {
-                if let Some(calls) = by_tool.get(after.as_str()) {
-                    // A tool after itself runs its calls one by one, in call order.
-                    let same = *after == n.tool.spec.name;
-                    order.extend(calls.iter().copied().filter(|&j| {
-                        j != i && !(same && j > i) && deps.binary_search(&j).is_err()
-                    }));
+                let Some(calls) = by_tool.get(after.as_str()) else {
+                    continue;
+                };
+                if *after == n.tool.spec.name {
+                    // A tool after itself runs its calls one by one, in call order: each waits
+                    // for the one before it only (a chain), which orders them all with one
+                    // edge a call instead of one per earlier call.
+                    let before = calls.partition_point(|&j| j < i);
+                    order.extend(
+                        before
+                            .checked_sub(1)
+                            .map(|k| calls[k])
+                            .filter(|j| deps.binary_search(j).is_err()),
+                    );
+                } else {
+                    order.extend(
+                        calls
+                            .iter()
+                            .copied()
+                            .filter(|&j| j != i && deps.binary_search(&j).is_err()),
+                    );
                 }
             }
             order.sort_unstable();
@@ -218,13 +233,25 @@ fn refuse_in_place(entry: &mut Entry, code: ErrorCode, message: String) {
     }
 }
 
+/// Longest name an `unknown_tool` refusal echoes or compares for suggestions; registered
+/// names are at most 64 characters, so anything longer cannot be a near miss.
+const NAME_SHOWN: usize = 64;
+
 fn unknown_tool(
     call: &Call,
     tools: &Snapshot,
     visible: &dyn Fn(&crate::spec::ToolSpec) -> bool,
 ) -> CallResult {
-    // Suggest only tools the caller may use: a suggestion must not reveal a hidden tool.
-    let nearest = tools.nearest(&call.tool, 3, visible);
+    // A name far beyond the rule is never compared (an edit distance is quadratic) nor echoed
+    // whole: the model and the audit log get its head and its size.
+    let (name, nearest) = match call.tool.char_indices().nth(NAME_SHOWN) {
+        Some((cut, _)) => (
+            format!("{}… ({} bytes)", &call.tool[..cut], call.tool.len()),
+            Vec::new(),
+        ),
+        // Suggest only tools the caller may use: a suggestion must not reveal a hidden tool.
+        None => (call.tool.clone(), tools.nearest(&call.tool, 3, visible)),
+    };
     let hint = if nearest.is_empty() {
         String::new()
     } else {
@@ -232,10 +259,10 @@ fn unknown_tool(
     };
     let err = ToolError::new(
         ErrorCode::UnknownTool,
-        format!("there is no tool named {:?}{hint}", call.tool),
+        format!("there is no tool named {name:?}{hint}"),
     )
     .with("suggestions", nearest);
-    CallResult::refused(&call.id, &call.tool, Envelope::Error(err))
+    CallResult::refused(&call.id, name, Envelope::Error(err))
 }
 
 /// Collects the call ids referenced by `{"$from": ...}` objects.

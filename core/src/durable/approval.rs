@@ -252,7 +252,7 @@ pub async fn request(
         risk: policy.risk,
         requested_by: caller.clone(),
         requested_at_ms: now,
-        expires_at_ms: now + policy.approval.expires_ms,
+        expires_at_ms: now.saturating_add(policy.approval.expires_ms),
         approver_roles: policy.approval.approver_roles.clone(),
         status: ApprovalStatus::Pending,
         decision: None,
@@ -263,7 +263,7 @@ pub async fn request(
         &record.id,
         Expect::Absent,
         &record,
-        Some(policy.approval.expires_ms + RETAIN_DECIDED_MS),
+        Some(policy.approval.expires_ms.saturating_add(RETAIN_DECIDED_MS)),
     )
     .await?
     .ok_or_else(|| StoreError("a fresh approval id was already taken".into()))?;

@@ -102,13 +102,13 @@ pub async fn park(d: &CallDurable, job: &Job, result: &mut CallResult) {
         tool: job.tool.spec.name.clone(),
         arguments: job.arguments.clone(),
         created_at_ms: now,
-        expires_at_ms: now + d.shared.external_expiry_ms,
+        expires_at_ms: now.saturating_add(d.shared.external_expiry_ms),
         status: ExternalStatus::Pending,
         envelope: None,
         submitted_at_ms: None,
     };
     let key = run_call_key(&d.run_id, &job.id);
-    let ttl = Some(d.shared.external_expiry_ms + RETAIN_MS);
+    let ttl = Some(d.shared.external_expiry_ms.saturating_add(RETAIN_MS));
     match put_as(
         d.shared.store.as_ref(),
         Namespace::External,

@@ -245,7 +245,7 @@ pub async fn begin(
         let rec = Record {
             fingerprint: fingerprint.to_string(),
             owner: owner.clone(),
-            lease_until_ms: now_ms() + lease,
+            lease_until_ms: now_ms().saturating_add(lease),
             done: None,
         };
         let won = put_as(

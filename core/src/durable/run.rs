@@ -153,7 +153,7 @@ pub(crate) async fn begin_resume(
     let lease_ms = record.options.deadline_ms.unwrap_or(10 * 60 * 1000) + 60_000;
     record.resuming = Some(RunLease {
         owner: uuid::Uuid::new_v4().to_string(),
-        until_ms: now + lease_ms,
+        until_ms: now.saturating_add(lease_ms),
     });
     record.passes += 1;
     let pass_no = record.passes;

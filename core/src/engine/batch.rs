@@ -20,12 +20,18 @@ use crate::handler::HostData;
 use crate::job::Job;
 use crate::plan::{Entry, Node, Plan, substitute_refs};
 use crate::registry::Snapshot;
+use futures::FutureExt;
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+
+/// A call's task ends with its index and what it produced; `None` when tooljig's own steps
+/// panicked.
+type Ran = (usize, Option<(CallResult, Option<AuditEntry>)>);
 
 /// Audit records a batch hands to its sink at once: one hand-over (and at most one wake-up
 /// of the sink's writer) per chunk rather than per call.
@@ -395,7 +401,7 @@ impl Batch {
 
     pub(crate) async fn drive(mut self) -> BatchResult {
         let total = self.slots.len();
-        let mut running: JoinSet<(usize, CallResult, Option<AuditEntry>)> = JoinSet::new();
+        let mut running: JoinSet<Ran> = JoinSet::new();
         let mut in_flight = vec![false; total];
         // One cancellation waiter and one deadline timer for the whole batch, not one of
         // each per finished call: with thousands of calls they showed in the profile.
@@ -422,9 +428,11 @@ impl Batch {
                     let guards = self.guards.clone();
                     running.spawn(async move {
                         // Boxed: the call's future is over 2 KB, and the task is moved several
-                        // times on its way into the runtime; a pointer moves for less.
-                        let (result, record) = Box::pin(run_audited(job, guards, durable)).await;
-                        (i, result, record)
+                        // times on its way into the runtime; a pointer moves for less. Handler
+                        // panics are caught deeper; this catches a panic of tooljig's own steps
+                        // so it ends this call alone, as `internal_error`.
+                        let call = Box::pin(run_audited(job, guards, durable));
+                        (i, AssertUnwindSafe(call).catch_unwind().await.ok())
                     });
                 }
             }
@@ -448,9 +456,18 @@ impl Batch {
                 }
             };
             match joined {
-                Ok(Some(Ok((i, result, record)))) => {
+                Ok(Some(Ok((i, Some((result, record)))))) => {
                     in_flight[i] = false;
                     self.settle_ran(i, result, record);
+                }
+                Ok(Some(Ok((i, None)))) => {
+                    in_flight[i] = false;
+                    self.finish_unrun(
+                        i,
+                        ErrorCode::InternalError,
+                        "tooljig failed while handling this call; it may or may not have run"
+                            .into(),
+                    );
                 }
                 // Tasks catch handler panics themselves; a join error means the task was
                 // aborted, which only this loop does after it has stopped.

@@ -151,12 +151,23 @@ impl Settings {
 }
 
 /// Whether a caller's scopes satisfy one required scope. A requirement may list
-/// alternatives separated by `|` (e.g. `calendar.events.write.confirm|calendar.events.write.auto`).
+/// alternatives separated by `|`. The first is a whole scope name; each later one is a whole
+/// name when it holds a `.`, else it replaces the first one's last segment:
+/// `calendar.events.write.confirm|auto` accepts `calendar.events.write.confirm` or
+/// `calendar.events.write.auto`, never a bare `auto`.
 fn scope_satisfied(required: &str, granted: &[String]) -> bool {
-    required
-        .split('|')
-        .map(str::trim)
-        .any(|alt| granted.iter().any(|g| g == alt))
+    alternatives(required).any(|alt| granted.contains(&alt))
+}
+
+/// The whole scope names a requirement accepts.
+pub fn alternatives(required: &str) -> impl Iterator<Item = String> + '_ {
+    let mut parts = required.split('|').map(str::trim);
+    let first = parts.next().unwrap_or_default();
+    let stem = first.rsplit_once('.').map(|(stem, _)| stem);
+    std::iter::once(first.to_string()).chain(parts.map(move |alt| match stem {
+        Some(stem) if !alt.contains('.') => format!("{stem}.{alt}"),
+        _ => alt.to_string(),
+    }))
 }
 
 /// The static half of step 5: enabled flags, roles, scopes, in that order. Needs no
@@ -382,6 +393,40 @@ mod tests {
         );
         c.scopes.push("calendar.events.propose".into());
         assert!(check(&spec, &c, &Settings::default()).is_ok());
+    }
+
+    #[test]
+    fn a_short_alternative_replaces_the_last_segment_and_never_stands_alone() {
+        let alts: Vec<String> = alternatives("calendar.events.write.confirm|auto").collect();
+        assert_eq!(
+            alts,
+            [
+                "calendar.events.write.confirm",
+                "calendar.events.write.auto"
+            ]
+        );
+        let alts: Vec<String> = alternatives("a.b|c.d|e").collect();
+        assert_eq!(alts, ["a.b", "c.d", "a.e"]);
+        assert_eq!(
+            alternatives("admin|owner").collect::<Vec<_>>(),
+            ["admin", "owner"]
+        );
+        let mut spec = ToolSpec::new("book", "", json!({"type": "object"}));
+        spec.policy.scopes = vec!["calendar.events.write.confirm|auto".into()];
+        let mut c = caller();
+        for (granted, ok) in [
+            ("auto", false),
+            ("calendar.events.write.auto", true),
+            ("calendar.events.write.confirm", true),
+            ("confirm", false),
+        ] {
+            c.scopes = vec![granted.into()];
+            assert_eq!(
+                check(&spec, &c, &Settings::default()).is_ok(),
+                ok,
+                "{granted}"
+            );
+        }
     }
 
     #[test]

@@ -106,7 +106,9 @@ impl InProcessCache {
 
     /// Stores `data`, synchronously, evicting the least recently used entry when full.
     pub fn store(&self, key: String, data: Value, ttl: Duration) {
-        let expires = Instant::now() + ttl;
+        // A TTL beyond what an `Instant` can hold means "never expires" in practice.
+        let far = Duration::from_secs(100 * 365 * 24 * 3600);
+        let expires = Instant::now() + ttl.min(far);
         self.lock().put(key, Entry { data, expires });
     }
 }

@@ -24,9 +24,12 @@ pub use crate::policy::rate_limit::{RateLimit, RateScope};
 fn quota(limit: &RateLimit) -> Quota {
     let max = NonZeroU32::new(limit.max.max(1)).unwrap_or(NonZeroU32::MIN);
     let burst = NonZeroU32::new(limit.burst.unwrap_or(limit.max).max(1)).unwrap_or(max);
-    let cell = Duration::from_nanos(
-        (Duration::from_millis(limit.per_ms).as_nanos() / u128::from(max.get())).max(1) as u64,
-    );
+    // GCRA keeps `cell * burst` in u64 nanoseconds (584 years): a longer window ("once,
+    // ever") is clamped to what fits, which no process outlives.
+    let longest = u128::from(u64::MAX / u64::from(burst.get()));
+    let nanos =
+        (Duration::from_millis(limit.per_ms).as_nanos() / u128::from(max.get())).clamp(1, longest);
+    let cell = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
     Quota::with_period(cell)
         .unwrap_or_else(|| Quota::per_second(max))
         .allow_burst(burst)

@@ -72,7 +72,7 @@ impl StateStore for MemoryStore {
                 Versioned {
                     value,
                     version,
-                    expires_at_ms: ttl_ms.map(|t| now + t),
+                    expires_at_ms: ttl_ms.map(|t| now.saturating_add(t)),
                 },
             );
             Some(version)

@@ -228,7 +228,7 @@ impl StateStore for SqliteStore {
                     key,
                     int(version),
                     text,
-                    ttl_ms.map(|t| int(now + t))
+                    ttl_ms.map(|t| int(now.saturating_add(t)))
                 ],
             )
             .map_err(err)?;
