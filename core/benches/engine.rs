@@ -107,9 +107,12 @@ fn serial(c: &mut Criterion) {
     let engine = Engine::new();
     engine
         .register(
-            Tool::from_fn("append", "Appends.", json!({"type": "object"}), |_, _| async {
-                Ok::<_, tooljig::HandlerError>(Value::Null)
-            })
+            Tool::from_fn(
+                "append",
+                "Appends.",
+                json!({"type": "object"}),
+                |_, _| async { Ok::<_, tooljig::HandlerError>(Value::Null) },
+            )
             .policy(tooljig::Policy {
                 after: vec!["append".into()],
                 ..Default::default()

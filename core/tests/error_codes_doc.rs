@@ -1,5 +1,5 @@
 //! `docs/error-codes.md` stays in step with `ErrorCode`: every code has one row in the table
-//! with its retryable default, no row names a code that does not exist, and the seed apps'
+//! with its retryable default, no row names a code that does not exist, and other apps'
 //! codes are all mapped.
 
 use tooljig::ErrorCode;
@@ -57,13 +57,13 @@ fn every_code_is_documented_with_its_retryable_default() {
 }
 
 #[test]
-fn the_seeds_codes_are_mapped() {
+fn other_apps_codes_are_mapped() {
     let doc = doc();
     let mapping = doc
-        .split("## Mapping from the seed apps' codes")
+        .split("## Mapping from the codes apps already use")
         .nth(1)
         .expect("a mapping section");
-    for seed_code in [
+    for app_code in [
         "UNAUTHORIZED",
         "SCOPES_MISSING",
         "CONNECTION_INACTIVE",
@@ -75,8 +75,8 @@ fn the_seeds_codes_are_mapped() {
         "system_error",
     ] {
         assert!(
-            mapping.contains(&format!("`{seed_code}`")),
-            "the seed code {seed_code} is not mapped"
+            mapping.contains(&format!("`{app_code}`")),
+            "the app code {app_code} is not mapped"
         );
     }
     // Every code in the "tooljig" column is a real one (or the `needs` envelope).
