@@ -7,10 +7,16 @@ import { Dispatcher } from './dispatch.mjs'
 import { nativeEngine } from './engine.mjs'
 import { ToolError } from './errors.mjs'
 import { callResults } from './providers.mjs'
+/** @import { AgentOptions, AgentRunOptions, BreakerStatus, Message, ModelErrorKind, ModelFunction, ModelRequest, ResultInput, RunCounters, RunStatus, TurnInput } from './types.mjs' */
+/** @import { ModelTurn as ModelTurnData, AgentRun as AgentRunHandle, HttpModelOptions } from './types.mjs' */
+/** @import { Engine } from './engine.mjs' */
 
 const { NativeAgent, NativeFallback, NativeModel } = native
 
-/** Kinds of model failure; they decide retries and fallbacks. */
+/**
+ * Kinds of model failure; they decide retries and fallbacks.
+ * @type {readonly ModelErrorKind[]}
+ */
 export const MODEL_ERROR_KINDS = Object.freeze([
   'rate_limited', 'server', 'timeout', 'network', 'auth', 'invalid_request', 'bad_response', 'circuit_open', 'other',
 ])
@@ -18,7 +24,7 @@ export const MODEL_ERROR_KINDS = Object.freeze([
 /** A failed model call. A model function throws one to say what kind of failure it was. */
 export class ModelError extends Error {
   /**
-   * @param {string} kind one of `MODEL_ERROR_KINDS`
+   * @param {ModelErrorKind} kind
    * @param {string} message
    * @param {{status?: number, retryAfterMs?: number, cause?: unknown}} [options]
    */
@@ -47,6 +53,10 @@ const wrap = Symbol('tooljig.model')
 export class Model {
   #native
 
+  /**
+   * @param {symbol} token
+   * @param {any} nativeModel
+   */
   constructor(token, nativeModel) {
     if (token !== wrap) throw new TypeError('use Model.fromFunction, HttpModel.*, new FallbackChain or new ScriptedModel')
     this.#native = nativeModel
@@ -60,8 +70,9 @@ export class Model {
    * delta}`, ...) for the run's consumers; events are dropped when nobody streams. Throwing a
    * `ModelError` says what kind of failure it was (an error with an HTTP `status` is
    * classified by it); anything else is `other`.
-   * @param {(request: object, emit: (...events: object[]) => boolean) => unknown} fn
+   * @param {ModelFunction} fn
    * @param {{name?: string}} [options]
+   * @returns {Model}
    */
   static fromFunction(fn, { name } = {}) {
     if (typeof fn !== 'function') throw new TypeError('a model must be a function (request, emit) => turn')
@@ -80,12 +91,19 @@ export class Model {
     return new Model(wrap, nativeModel)
   }
 
-  /** The model's name. */
+  /**
+   * The model's name.
+   * @returns {string}
+   */
   get name() {
     return this.#native.name
   }
 
-  /** Asks the model once (no tools run): resolves with its turn; rejects with a `ModelError`. */
+  /**
+   * Asks the model once (no tools run): resolves with its turn; rejects with a `ModelError`.
+   * @param {ModelRequest} request
+   * @returns {Promise<ModelTurnData>}
+   */
   async respond(request) {
     try {
       return JSON.parse(await this.#native.respond(request))
@@ -112,13 +130,13 @@ export class Model {
  */
 export const HttpModel = Object.freeze({
   /** Chat Completions at OpenAI (`OPENAI_API_KEY`) or any compatible server (`baseUrl`: Ollama, vLLM, llama.cpp). */
-  openaiCompatible: (model, options) => new Model(wrap, NativeModel.http('openai_compatible', model, options ?? null)),
+  openaiCompatible: (/** @type {string} */ model, /** @type {HttpModelOptions | undefined} */ options = undefined) => new Model(wrap, NativeModel.http('openai_compatible', model, options ?? null)),
   /** OpenAI Responses (`OPENAI_API_KEY`). */
-  openaiResponses: (model, options) => new Model(wrap, NativeModel.http('openai_responses', model, options ?? null)),
+  openaiResponses: (/** @type {string} */ model, /** @type {HttpModelOptions | undefined} */ options = undefined) => new Model(wrap, NativeModel.http('openai_responses', model, options ?? null)),
   /** Anthropic Messages (`ANTHROPIC_API_KEY`). */
-  anthropic: (model, options) => new Model(wrap, NativeModel.http('anthropic', model, options ?? null)),
+  anthropic: (/** @type {string} */ model, /** @type {HttpModelOptions | undefined} */ options = undefined) => new Model(wrap, NativeModel.http('anthropic', model, options ?? null)),
   /** Gemini (`GEMINI_API_KEY`). */
-  gemini: (model, options) => new Model(wrap, NativeModel.http('gemini', model, options ?? null)),
+  gemini: (/** @type {string} */ model, /** @type {HttpModelOptions | undefined} */ options = undefined) => new Model(wrap, NativeModel.http('gemini', model, options ?? null)),
 })
 
 /**
@@ -126,14 +144,20 @@ export const HttpModel = Object.freeze({
  * and on failure on to the next. `threshold` failures in a row open a breaker for `cooldownMs`.
  */
 export class FallbackChain extends Model {
-  /** @param {Model[]} models @param {{threshold?: number, cooldownMs?: number}} [options] */
+  /**
+   * @param {Model[]} models
+   * @param {{threshold?: number, cooldownMs?: number}} [options]
+   */
   constructor(models, { threshold, cooldownMs } = {}) {
     const builder = new NativeFallback()
     for (const m of models) builder.add(Model.native(m))
     super(wrap, builder.build(threshold ?? null, cooldownMs ?? null))
   }
 
-  /** Each model's breaker: `{model, state, consecutiveFailures, successes, failures}`. */
+  /**
+   * Each model's breaker: `{model, state, consecutiveFailures, successes, failures}`.
+   * @returns {BreakerStatus[]}
+   */
   status() {
     return Model.native(this).status()
   }
@@ -144,13 +168,19 @@ export class FallbackChain extends Model {
  * string: a text answer) or `{error: {kind, message}}`.
  */
 export class ScriptedModel extends Model {
-  /** @param {Array<object | string>} steps @param {{name?: string, streaming?: boolean, forever?: object}} [options] */
+  /**
+   * @param {Array<TurnInput | {error: {kind: ModelErrorKind, message: string}}>} steps
+   * @param {{name?: string, streaming?: boolean, forever?: TurnInput}} [options]
+   */
   constructor(steps, { name = 'scripted', streaming = false, forever } = {}) {
     // The core reads each step (a turn, a string, `{error}`) as it reads every binding's scripts.
     super(wrap, NativeModel.scripted(name, [...steps], streaming, forever ?? null))
   }
 
-  /** Every request received, in order. */
+  /**
+   * Every request received, in order.
+   * @returns {ModelRequest[]}
+   */
   requests() {
     return Model.native(this).requests()
   }
@@ -164,19 +194,30 @@ export class ScriptedModel extends Model {
 export class AgentState {
   #text
 
-  /** A new run whose first user message is `message`. */
+  /**
+   * A new run whose first user message is `message`.
+   * @param {string} [message]
+   */
   constructor(message = '') {
     this.#text = NativeAgent.newState(String(message))
   }
 
-  /** A run over an existing neutral conversation (`[{role, content, toolCalls?, results?}]`). */
+  /**
+   * A run over an existing neutral conversation (`[{role, content, toolCalls?, results?}]`).
+   * @param {Message[]} messages
+   * @returns {AgentState}
+   */
   static fromMessages(messages) {
     const s = new AgentState()
     s.#text = NativeAgent.stateFromMessages(messages)
     return s
   }
 
-  /** A state stored with `JSON.stringify(state)` (text, or the parsed object). */
+  /**
+   * A state stored with `JSON.stringify(state)` (text, or the parsed object).
+   * @param {string | object} stored
+   * @returns {AgentState}
+   */
   static fromJSON(stored) {
     const text = typeof stored === 'string' ? stored : JSON.stringify(stored)
     NativeAgent.stateView(text)
@@ -185,31 +226,49 @@ export class AgentState {
     return s
   }
 
-  /** The stored form (the core's JSON, as an object). */
+  /**
+   * The stored form (the core's JSON, as an object).
+   * @returns {object}
+   */
   toJSON() {
     return JSON.parse(this.#text)
   }
 
-  /** Every field, camelCase: `{runId, messages, status, counters, answer, suspended, ...}`. */
+  /**
+   * Every field, camelCase: `{runId, messages, status, counters, answer, suspended, ...}`.
+   * @returns {Record<string, unknown> & {runId: string, messages: Message[], status: RunStatus, counters: RunCounters, answer: string}}
+   */
   view() {
     return NativeAgent.stateView(this.#text)
   }
 
+  /**
+   * @returns {string}
+   */
   get runId() {
     return this.view().runId
   }
 
-  /** The neutral conversation so far. */
+  /**
+   * The neutral conversation so far.
+   * @returns {Message[]}
+   */
   get messages() {
     return this.view().messages
   }
 
-  /** Where the run stands: `{status: 'idle' | 'finished' | 'needs_input' | 'suspended', ...}`. */
+  /**
+   * Where the run stands: `{status: 'idle' | 'finished' | 'needs_input' | 'suspended', ...}`.
+   * @returns {RunStatus}
+   */
   get status() {
     return this.view().status
   }
 
-  /** The run's counters. */
+  /**
+   * The run's counters.
+   * @returns {RunCounters}
+   */
   get counters() {
     return this.view().counters
   }
@@ -275,6 +334,12 @@ function runOptions(options) {
 export class Agent {
   #native
 
+  /**
+   * @param {Engine} engine
+   * @param {Model} model
+   * @param {Model | AgentOptions} [responder]
+   * @param {AgentOptions} [options]
+   */
   constructor(engine, model, responder = undefined, options = undefined) {
     if (!(responder instanceof Model)) {
       options = responder
@@ -293,22 +358,42 @@ export class Agent {
   /**
    * Runs the conversation in `state` (ending with a user message). `options`: `{caller,
    * mode}`. Await it for the outcome `{status, answer, counters}`; iterate it for events.
+   * @param {AgentState} state
+   * @param {AgentRunOptions} [options]
+   * @returns {AgentRunHandle}
    */
   run(state, options = undefined) {
     return this.#start('run', state, null, options)
   }
 
-  /** Adds the user's message (a new request, or the answer to a question) and runs. */
+  /**
+   * Adds the user's message (a new request, or the answer to a question) and runs.
+   * @param {AgentState} state
+   * @param {string} message
+   * @param {AgentRunOptions} [options]
+   * @returns {AgentRunHandle}
+   */
   send(state, message, options = undefined) {
     return this.#start('send', state, String(message), options)
   }
 
-  /** Continues a suspended run once its calls were settled through the engine. */
+  /**
+   * Continues a suspended run once its calls were settled through the engine.
+   * @param {AgentState} state
+   * @param {AgentRunOptions} [options]
+   * @returns {AgentRunHandle}
+   */
   resume(state, options = undefined) {
     return this.#start('resume', state, null, options)
   }
 
-  /** Continues a suspended run with results the app obtained itself (`{callId, tool, status, envelope}` each). */
+  /**
+   * Continues a suspended run with results the app obtained itself (`{callId, tool, status, envelope}` each).
+   * @param {AgentState} state
+   * @param {ResultInput[]} results
+   * @param {AgentRunOptions} [options]
+   * @returns {AgentRunHandle}
+   */
   resumeWithResults(state, results, options = undefined) {
     return this.#start('resumeWithResults', state, JSON.stringify(callResults(results)), options)
   }

@@ -29,7 +29,10 @@ export class ToolContext {
     this.caller = caller
   }
 
-  /** Fires when this attempt times out, the batch deadline passes or the batch is cancelled. */
+  /**
+   * Fires when this attempt times out, the batch deadline passes or the batch is cancelled.
+   * @returns {AbortSignal}
+   */
   get signal() {
     // Created on first use: most handlers never look, and a controller per call is not free.
     if (this.#controller === undefined) {

@@ -30,7 +30,10 @@ function detailOf(e) {
   }
 }
 
-/** The settlement of a returned value. */
+/**
+ * The settlement of a returned value.
+ * @returns {[number, string]}
+ */
 function fromValue(v) {
   if (v instanceof Needs) return [NEEDS, JSON.stringify(v.fields)]
   try {
@@ -41,7 +44,10 @@ function fromValue(v) {
   }
 }
 
-/** The settlement of a throw or rejection. */
+/**
+ * The settlement of a throw or rejection.
+ * @returns {[number, string]}
+ */
 function fromThrow(e) {
   if (e instanceof ToolError) {
     const thrown = { code: e.code, message: String(e.message), retryable: e.retryable ?? null, details: e.details ?? null }

@@ -4,8 +4,13 @@ import { RegistrationError, ToolError } from './errors.mjs'
 import { NativeCancel, NativeEngine } from './native.mjs'
 import { isStandardSchema, standardParser, toJsonSchema } from './schema.mjs'
 import { checkDefinition } from './tool.mjs'
+/** @import { ApprovalRecord, AuditQuery, AuditRecord, BatchResult, BatchStream, Call, Caller, Decision, EngineOptions, Envelope, Execute, ExternalCall, Policy, Preference, RollbackReport, RunOptions, RunRecord, Settings, Tool, ToolSpec } from './types.mjs' */
 
-/** Links an AbortSignal to a native cancel switch; returns the switch and an unlink function. */
+/**
+ * Links an AbortSignal to a native cancel switch; returns the switch and an unlink function.
+ * @param {AbortSignal | undefined | null} signal
+ * @returns {[InstanceType<typeof NativeCancel> | null, () => void]}
+ */
 function linkSignal(signal) {
   if (signal === undefined || signal === null) return [null, () => {}]
   if (typeof signal.addEventListener !== 'function') throw new TypeError('options.signal must be an AbortSignal')
@@ -58,7 +63,7 @@ export class Engine {
   }
 
   /**
-   * @param {object} [options] `limits` (`{maxArgumentBytes, maxDepth}`), `schemaResources`
+   * @param {EngineOptions} [options] `limits` (`{maxArgumentBytes, maxDepth}`), `schemaResources`
    *   (`{uri: schema}`: documents schemas may `$ref`; nothing is fetched), `settings` (enabled
    *   flags `{system, tenants, departments, users}`), `audit` (`'memory'`, `{sqlite: path}` or
    *   `{jsonl: path}`), `policyHook` (`(request) => boolean | {allow, reason}`, may be async)
@@ -72,6 +77,7 @@ export class Engine {
    */
   constructor(options = undefined) {
     const { policyHook, resolvers, approvalPredicate, ...rest } = options ?? {}
+    /** @type {Record<string, any>} */
     const native = { ...rest }
     if (approvalPredicate !== undefined && approvalPredicate !== null) {
       if (typeof approvalPredicate !== 'function') throw new TypeError('options.approvalPredicate must be a function')
@@ -100,6 +106,10 @@ export class Engine {
    * Registers a tool under `name`. `options` is its policy (`timeoutMs`, `retry`, `after`,
    * `maxOutputBytes`, `onOutputTooLarge`, and the fields guardrails add). Throws a
    * `RegistrationError` (with a `code`) on any mistake.
+   * @template Args, Out
+   * @param {string} name
+   * @param {Tool<Args, Out>} definition
+   * @param {Policy} [options]
    * @returns {this}
    */
   register(name, definition, options = undefined) {
@@ -129,6 +139,8 @@ export class Engine {
    * Registers a tool from its spec as data (`{name, description, inputSchema, outputSchema,
    * policy}`, camelCase or snake_case keys), as `specs()` exports it and conformance vectors
    * spell it. Without `execute`, the tool is client-side.
+   * @param {Partial<ToolSpec> & {name: string}} spec
+   * @param {Execute<any, unknown>} [execute]
    * @returns {this}
    */
   registerSpec(spec, execute = undefined) {
@@ -158,27 +170,43 @@ export class Engine {
   /**
    * Provider-neutral specs of every tool, in registration order. With a caller: only the
    * tools that caller may use, hidden parameters removed (what to hand the model).
+   * @param {Caller} [caller]
+   * @returns {ToolSpec[]}
    */
   specs(caller = undefined) {
     return this.#native.specs(caller ?? null)
   }
 
-  /** Replaces the enabled flags (`{system, tenants, departments, users}`) for later calls. */
+  /**
+   * Replaces the enabled flags (`{system, tenants, departments, users}`) for later calls.
+   * @param {Settings} settings
+   * @returns {void}
+   */
   setSettings(settings) {
     this.#native.setSettings(settings)
   }
 
-  /** Audit records matching `query` (`{principal, tenant, tool, callId, outcome, code, sinceMs, untilMs, limit}`). */
+  /**
+   * Audit records matching `query` (`{principal, tenant, tool, callId, outcome, code, sinceMs, untilMs, limit}`).
+   * @param {AuditQuery} [query]
+   * @returns {Promise<AuditRecord[]>}
+   */
   async audit(query = undefined) {
     return JSON.parse(await this.#native.audit(query ?? null))
   }
 
-  /** Walks the audit hash chain: `{records, broken?}`; `broken` names the first broken link. */
+  /**
+   * Walks the audit hash chain: `{records, broken?}`; `broken` names the first broken link.
+   * @returns {Promise<{records: number, broken?: unknown}>}
+   */
   async verifyAudit() {
     return JSON.parse(await this.#native.verifyAudit())
   }
 
-  /** Counters and latency histograms per tool, so far. */
+  /**
+   * Counters and latency histograms per tool, so far.
+   * @returns {Record<string, unknown>}
+   */
   telemetry() {
     return this.#native.telemetry()
   }
@@ -186,8 +214,9 @@ export class Engine {
   /**
    * Runs a batch of calls and resolves with one result per call, in call order. Never
    * rejects for a call's failure: every refusal and failure is an envelope.
-   * @param {object[]} calls `{id?, tool, arguments?, dependsOn?, runIfDependencyFailed?}`
-   * @param {object} [options] `{caller, concurrency, deadlineMs, maxCalls, signal}`
+   * @param {Call[]} calls `{id?, tool, arguments?, dependsOn?, runIfDependencyFailed?}`
+   * @param {RunOptions} [options] `{caller, concurrency, deadlineMs, maxCalls, signal}`
+   * @returns {Promise<BatchResult>}
    */
   async run(calls, options = undefined) {
     const text = callsText(calls)
@@ -203,6 +232,9 @@ export class Engine {
   /**
    * Runs a batch and yields its events as they happen (`for await`); `result` resolves with
    * what `run` would have returned.
+   * @param {Call[]} calls
+   * @param {RunOptions} [options]
+   * @returns {BatchStream}
    */
   stream(calls, options = undefined) {
     const text = callsText(calls)
@@ -247,52 +279,99 @@ export class Engine {
    * {scope}}`, `{decision: 'reject', argumentsHash, message?}` or `{decision: 'edit',
    * argumentsHash, arguments}`; `approver` is the deciding caller. Resolves with the approval
    * record; continue the run with `resume(runId)`.
+   * @param {string} approvalId
+   * @param {Decision} decision
+   * @param {Caller} approver
+   * @returns {Promise<ApprovalRecord>}
    */
   async decide(approvalId, decision, approver) {
     return settled(await this.#native.decide(String(approvalId), decision, approver ?? {}))
   }
 
-  /** Approves a pending request as asked: `decide` with `{decision: 'approve'}`. */
-  async approve(approvalId, { argumentsHash, approver, remember } = {}) {
+  /**
+   * Approves a pending request as asked: `decide` with `{decision: 'approve'}`.
+   * @param {string} approvalId
+   * @param {{argumentsHash: string, approver: Caller, remember?: {scope: string[]}}} options
+   * @returns {Promise<ApprovalRecord>}
+   */
+  async approve(approvalId, { argumentsHash, approver, remember }) {
     return this.decide(approvalId, { decision: 'approve', argumentsHash, remember }, approver)
   }
 
-  /** Rejects a pending request; the model sees `message`: `decide` with `{decision: 'reject'}`. */
-  async reject(approvalId, { argumentsHash, approver, message } = {}) {
+  /**
+   * Rejects a pending request; the model sees `message`: `decide` with `{decision: 'reject'}`.
+   * @param {string} approvalId
+   * @param {{argumentsHash: string, approver: Caller, message?: string}} options
+   * @returns {Promise<ApprovalRecord>}
+   */
+  async reject(approvalId, { argumentsHash, approver, message }) {
     return this.decide(approvalId, { decision: 'reject', argumentsHash, message }, approver)
   }
 
-  /** Approves a pending request with other `args`, checked again and run exactly: `decide` with `{decision: 'edit'}`. */
-  async edit(approvalId, args, { argumentsHash, approver } = {}) {
+  /**
+   * Approves a pending request with other `args`, checked again and run exactly: `decide` with `{decision: 'edit'}`.
+   * @param {string} approvalId
+   * @param {Record<string, unknown>} args
+   * @param {{argumentsHash: string, approver: Caller}} options
+   * @returns {Promise<ApprovalRecord>}
+   */
+  async edit(approvalId, args, { argumentsHash, approver }) {
     return this.decide(approvalId, { decision: 'edit', argumentsHash, arguments: args }, approver)
   }
 
-  /** The approval inbox: requests awaiting a decision, oldest first; the same as `pendingApprovals`. */
+  /**
+   * The approval inbox: requests awaiting a decision, oldest first; the same as `pendingApprovals`.
+   * @param {string} [tenant]
+   * @returns {Promise<ApprovalRecord[]>}
+   */
   async pending(tenant = undefined) {
     return this.pendingApprovals(tenant)
   }
 
-  /** One approval request as stored, or null. */
+  /**
+   * One approval request as stored, or null.
+   * @param {string} approvalId
+   * @returns {Promise<ApprovalRecord | null>}
+   */
   async approval(approvalId) {
     return settled(await this.#native.approval(String(approvalId)))
   }
 
-  /** Pending approval requests, oldest first; of one tenant, or of every tenant. */
+  /**
+   * Pending approval requests, oldest first; of one tenant, or of every tenant.
+   * @param {string} [tenant]
+   * @returns {Promise<ApprovalRecord[]>}
+   */
   async pendingApprovals(tenant = undefined) {
     return settled(await this.#native.pendingApprovals(tenant ?? null))
   }
 
-  /** Lets `caller` run `tool` without approval for calls whose top-level arguments equal `values` (empty: every call). */
+  /**
+   * Lets `caller` run `tool` without approval for calls whose top-level arguments equal `values` (empty: every call).
+   * @param {Caller} caller
+   * @param {string} tool
+   * @param {Record<string, unknown>} [values]
+   * @returns {Promise<Preference>}
+   */
   async allowAlways(caller, tool, values = undefined) {
     return settled(await this.#native.allowAlways(caller ?? {}, String(tool), values ?? null))
   }
 
-  /** `caller`'s learned preferences ("always allow"), every tool. */
+  /**
+   * `caller`'s learned preferences ("always allow"), every tool.
+   * @param {Caller} caller
+   * @returns {Promise<Preference[]>}
+   */
   async preferences(caller) {
     return settled(await this.#native.preferences(caller ?? {}))
   }
 
-  /** Revokes one of `caller`'s preferences; false when it has none with that id. */
+  /**
+   * Revokes one of `caller`'s preferences; false when it has none with that id.
+   * @param {Caller} caller
+   * @param {string} id
+   * @returns {Promise<boolean>}
+   */
   async revokePreference(caller, id) {
     return settled(await this.#native.revokePreference(caller ?? {}, String(id)))
   }
@@ -300,6 +379,10 @@ export class Engine {
   /**
    * Completes a client-side call of a run: `outcome` is the data it returned, or a
    * `ToolError` it failed with (the model sees it as submitted). Resolves with the envelope.
+   * @param {string} runId
+   * @param {string} callId
+   * @param {unknown} outcome
+   * @returns {Promise<Envelope>}
    */
   async submitResult(runId, callId, outcome) {
     let text
@@ -311,22 +394,39 @@ export class Engine {
     return settled(await this.#native.submitResult(String(runId), String(callId), text))
   }
 
-  /** The client-side calls of a run that still await a result. */
+  /**
+   * The client-side calls of a run that still await a result.
+   * @param {string} runId
+   * @returns {Promise<ExternalCall[]>}
+   */
   async pendingExternal(runId) {
     return settled(await this.#native.pendingExternal(String(runId)))
   }
 
-  /** Resumes a suspended run (in this process or any other sharing its store); resolves with every call's result. */
+  /**
+   * Resumes a suspended run (in this process or any other sharing its store); resolves with every call's result.
+   * @param {string} runId
+   * @returns {Promise<BatchResult>}
+   */
   async resume(runId) {
     return settled(await this.#native.resume(String(runId)))
   }
 
-  /** A run as stored (calls, caller, options, latest results, step log, rollback entries), or null. */
+  /**
+   * A run as stored (calls, caller, options, latest results, step log, rollback entries), or null.
+   * @param {string} runId
+   * @returns {Promise<RunRecord | null>}
+   */
   async runRecord(runId) {
     return settled(await this.#native.runRecord(String(runId)))
   }
 
-  /** Undoes the completed calls of a run (or only `callId`), latest first; resolves with the report. */
+  /**
+   * Undoes the completed calls of a run (or only `callId`), latest first; resolves with the report.
+   * @param {string} runId
+   * @param {string} [callId]
+   * @returns {Promise<RollbackReport>}
+   */
   async rollback(runId, callId = undefined) {
     return settled(await this.#native.rollback(String(runId), callId ?? null))
   }
@@ -334,6 +434,8 @@ export class Engine {
   /**
    * Registers `fn` as the compensation of `tool`, run by `rollback`: it receives
    * `{arguments, result}` (the call's arguments and data) and a context, like a handler.
+   * @param {string} tool
+   * @param {Execute<{arguments: unknown, result: unknown}, unknown>} fn
    * @returns {this}
    */
   compensateWith(tool, fn) {

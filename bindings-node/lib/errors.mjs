@@ -1,9 +1,13 @@
 // Errors a handler throws to choose its envelope, and the error registration throws.
 import { errorCodes } from './native.mjs'
+/** @import { ErrorCode } from './types.mjs' */
 
 /** Every error code of the core, with its default retryability, in declaration order. */
-export const ErrorCodes = Object.freeze(errorCodes().map((c) => Object.freeze({ code: c.code, retryable: c.retryable })))
+export const ErrorCodes = /** @type {ReadonlyArray<{readonly code: ErrorCode, readonly retryable: boolean}>} */ (
+  Object.freeze(errorCodes().map((c) => Object.freeze({ code: c.code, retryable: c.retryable })))
+)
 
+/** @type {Set<string>} */
 const known = new Set(ErrorCodes.map((c) => c.code))
 
 /**
@@ -12,7 +16,7 @@ const known = new Set(ErrorCodes.map((c) => c.code))
  */
 export class ToolError extends Error {
   /**
-   * @param {string} code one of `ErrorCodes`
+   * @param {ErrorCode} code one of `ErrorCodes`
    * @param {string} message written for the model: what went wrong and what to do about it
    * @param {{retryable?: boolean, details?: Record<string, unknown>, cause?: unknown}} [options]
    */

@@ -2,6 +2,9 @@
 // (messages, turns, requests) use camelCase keys; provider-shaped values pass as they are.
 import native from '../index.js'
 import { ToolError } from './errors.mjs'
+/** @import { BatchResult, Call, CallResult, JsonPlan, JsonProtocolOptions, Message, ModelRequest, ProviderName, ProviderOptions, ResultInput, ToolSpec } from './types.mjs' */
+/** @import { ModelTurn as ModelTurnData } from './types.mjs' */
+/** @typedef {ModelTurnData} ModelTurn A model's answer: text, tool calls, why it stopped, usage. */
 
 const { NativeProvider } = native
 
@@ -34,7 +37,10 @@ export function callResults(results) {
   return list.map((r) => ({ status: 'done', attempts: 1, repaired: false, replayed: false, cached: false, finishedUs: 0, durationUs: 0, ...r }))
 }
 
-/** The providers tooljig speaks, by wire name. */
+/**
+ * The providers tooljig speaks, by wire name.
+ * @type {readonly ProviderName[]}
+ */
 export const PROVIDERS = Object.freeze(['openai_chat', 'openai_responses', 'anthropic', 'gemini'])
 
 /**
@@ -47,9 +53,8 @@ export class Provider {
   #strict = null
 
   /**
-   * @param {string} name `openai_chat`, `openai_responses`, `anthropic` or `gemini` (or an
-   *   alias the core accepts: `openai`, `openaiChat`, `openaiResponses`, ...)
-   * @param {{strict?: boolean, sequentialToolCalls?: boolean, openapiSchema?: boolean}} [options]
+   * @param {ProviderName} name
+   * @param {ProviderOptions} [options]
    */
   constructor(name, options = {}) {
     this.#options = { ...options }
@@ -58,18 +63,34 @@ export class Provider {
     this.name = this.#native.name
   }
 
+  /**
+   * @param {ProviderOptions} [options]
+   * @returns {Provider}
+   */
   static openaiChat(options) {
     return new Provider('openai_chat', options)
   }
 
+  /**
+   * @param {ProviderOptions} [options]
+   * @returns {Provider}
+   */
   static openaiResponses(options) {
     return new Provider('openai_responses', options)
   }
 
+  /**
+   * @param {ProviderOptions} [options]
+   * @returns {Provider}
+   */
   static anthropic(options) {
     return new Provider('anthropic', options)
   }
 
+  /**
+   * @param {ProviderOptions} [options]
+   * @returns {Provider}
+   */
   static gemini(options) {
     return new Provider('gemini', options)
   }
@@ -77,6 +98,9 @@ export class Provider {
   /**
    * The request's tool definitions for these specs (`engine.specs(caller)`). `strict`
    * (OpenAI formats) overrides the provider's option: schemas converted for strict mode.
+   * @param {ToolSpec[]} specs
+   * @param {boolean} [strict]
+   * @returns {any[]}
    */
   tools(specs, strict = undefined) {
     if (strict === undefined || Boolean(strict) === Boolean(this.#options.strict)) return this.#native.tools(specs)
@@ -84,27 +108,47 @@ export class Provider {
     return this.#strict.tools(specs)
   }
 
-  /** The whole request body for `{model, messages, tools, toolChoice, maxTokens, temperature, stream, responseSchema}`. */
+  /**
+   * The whole request body for `{model, messages, tools, toolChoice, maxTokens, temperature, stream, responseSchema}`.
+   * @param {ModelRequest} request
+   * @returns {Record<string, any>}
+   */
   request(request) {
     return this.#native.request(request)
   }
 
-  /** A non-streamed response body as a model turn; throws a `ProviderError` when malformed. */
+  /**
+   * A non-streamed response body as a model turn; throws a `ProviderError` when malformed.
+   * @param {unknown} body
+   * @returns {ModelTurnData}
+   */
   parseResponse(body) {
     return providerCall(() => this.#native.parseResponse(body))
   }
 
-  /** Neutral messages in the provider's shape. */
+  /**
+   * Neutral messages in the provider's shape.
+   * @param {Message[]} messages
+   * @returns {any[]}
+   */
   messages(messages) {
     return this.#native.messages(messages)
   }
 
-  /** The provider's messages (an app's own history) as neutral messages. */
+  /**
+   * The provider's messages (an app's own history) as neutral messages.
+   * @param {unknown[]} messages
+   * @returns {Message[]}
+   */
   parseMessages(messages) {
     return providerCall(() => this.#native.parseMessages(messages))
   }
 
-  /** The exact messages or blocks to append after running a batch (`engine.run`'s results). */
+  /**
+   * The exact messages or blocks to append after running a batch (`engine.run`'s results).
+   * @param {ResultInput[] | BatchResult} results
+   * @returns {any[]}
+   */
   toolResults(results) {
     return this.#native.toolResults(callResults(results))
   }
@@ -115,18 +159,28 @@ export const ModelTurn = Object.freeze({
   /**
    * The calls to run (`engine.run(calls)`), and the refusals (`incomplete_arguments`) of
    * calls whose arguments were cut off, which must never run.
-   * @returns {{calls: object[], refused: object[]}}
+   * @param {ModelTurnData} turn
+   * @returns {{calls: Call[], refused: CallResult[]}}
    */
   intoBatch(turn) {
     return native.modelTurnIntoBatch(turn)
   },
-  /** The turn without the nulls OpenAI strict mode made the model send for optional fields. */
+  /**
+   * The turn without the nulls OpenAI strict mode made the model send for optional fields.
+   * @param {ModelTurnData} turn
+   * @param {ToolSpec[]} specs
+   * @returns {ModelTurnData}
+   */
   dropStrictNulls(turn, specs) {
     return native.modelTurnDropStrictNulls(turn, specs)
   },
 })
 
-/** A tool's input schema rewritten for OpenAI strict mode; throws a TypeError saying why it cannot be. */
+/**
+ * A tool's input schema rewritten for OpenAI strict mode; throws a TypeError saying why it cannot be.
+ * @param {Record<string, unknown>} schema
+ * @returns {Record<string, unknown>}
+ */
 export function toStrict(schema) {
   try {
     return native.toStrict(schema)
@@ -140,16 +194,27 @@ export function toStrict(schema) {
  * or poor. Options: `{shape: 'per_tool' | 'flat', dependencies, reasoning, maxCalls}`.
  */
 export class JsonProtocol {
+  /**
+   * @param {JsonProtocolOptions} [options]
+   */
   constructor(options = {}) {
     this.options = { ...options }
   }
 
-  /** The JSON Schema of the model's answer. */
+  /**
+   * The JSON Schema of the model's answer.
+   * @param {ToolSpec[]} specs
+   * @returns {Record<string, unknown>}
+   */
   responseSchema(specs) {
     return native.jsonProtocolResponseSchema(this.options, specs)
   }
 
-  /** The system-prompt text describing the tools. */
+  /**
+   * The system-prompt text describing the tools.
+   * @param {ToolSpec[]} specs
+   * @returns {string}
+   */
   prompt(specs) {
     return native.jsonProtocolPrompt(this.options, specs)
   }
@@ -157,6 +222,8 @@ export class JsonProtocol {
   /**
    * The model's answer (repaired when slightly broken) as a plan `{calls, reasoning,
    * repaired}`; throws a `ToolError` (`malformed_arguments`) when it is not one.
+   * @param {string} text
+   * @returns {JsonPlan}
    */
   parse(text) {
     const out = native.jsonProtocolParse(this.options, String(text))
@@ -167,7 +234,11 @@ export class JsonProtocol {
     return out.plan
   }
 
-  /** Every result of a batch as one message for the model. */
+  /**
+   * Every result of a batch as one message for the model.
+   * @param {ResultInput[] | BatchResult} results
+   * @returns {string}
+   */
   formatResults(results) {
     return native.jsonProtocolFormatResults(callResults(results))
   }

@@ -3,6 +3,9 @@
 // stream, so a Node server can pipe a run to a `useChat` front end.
 import native from '../index.js'
 import { providerCall } from './providers.mjs'
+/** @import { ProviderName, ResponseLike, StreamEvent } from './types.mjs' */
+/** @import { ModelTurn as ModelTurnData } from './types.mjs' */
+/** @import { Provider } from './providers.mjs' */
 
 const { NativeStreamParser, NativeUiMessageStream } = native
 
@@ -13,24 +16,36 @@ const { NativeStreamParser, NativeUiMessageStream } = native
 export class StreamParser {
   #native
 
-  /** @param {string} provider `openai_chat`, `openai_responses`, `anthropic` or `gemini` (or a `Provider`) */
+  /**
+   * @param {ProviderName | Provider} provider
+   */
   constructor(provider) {
     this.#native = new NativeStreamParser(typeof provider === 'string' ? provider : provider.name)
   }
 
-  /** @param {Uint8Array | string} bytes */
+  /**
+   * @param {Uint8Array | string} bytes
+   * @returns {StreamEvent[]}
+   */
   push(bytes) {
     const input = typeof bytes === 'string' ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     return providerCall(() => this.#native.push(input))
   }
 
-  /** @returns {{events: object[], turn: object}} */
+  /**
+   * @returns {{events: StreamEvent[], turn: ModelTurnData}}
+   */
   finish() {
     return providerCall(() => this.#native.finish())
   }
 }
 
-/** Parses a whole recorded stream: `{events, turn}`. */
+/**
+ * Parses a whole recorded stream: `{events, turn}`.
+ * @param {ProviderName | Provider} provider
+ * @param {Uint8Array | string} bytes
+ * @returns {{events: StreamEvent[], turn: ModelTurnData}}
+ */
 export function parseStream(provider, bytes) {
   const parser = new StreamParser(provider)
   const events = parser.push(bytes)
@@ -45,27 +60,46 @@ export class UiMessageStream {
 
   #native
 
+  /**
+   * @param {string} messageId
+   */
   constructor(messageId) {
     this.#native = new NativeUiMessageStream(String(messageId))
   }
 
-  /** The server-sent-event frames of one tooljig event. */
+  /**
+   * The server-sent-event frames of one tooljig event.
+   * @param {StreamEvent} event
+   * @returns {string}
+   */
   encode(event) {
     return this.#native.encode(event)
   }
 
-  /** The UI chunks of one event, as objects. */
+  /**
+   * The UI chunks of one event, as objects.
+   * @param {StreamEvent} event
+   * @returns {Array<Record<string, unknown>>}
+   */
   chunks(event) {
     return this.#native.chunks(event)
   }
 
-  /** Closes the stream (open parts ended, then `data: [DONE]`). */
+  /**
+   * Closes the stream (open parts ended, then `data: [DONE]`).
+   * @returns {string}
+   */
   done() {
     return this.#native.done()
   }
 }
 
-/** A whole run's events as one UI message stream text. */
+/**
+ * A whole run's events as one UI message stream text.
+ * @param {string} messageId
+ * @param {Iterable<StreamEvent>} events
+ * @returns {string}
+ */
 export function toUiMessageStream(messageId, events) {
   return native.toUiMessageStream(String(messageId), [...events])
 }
@@ -73,6 +107,10 @@ export function toUiMessageStream(messageId, events) {
 /**
  * Writes a run's events (any iterable or async iterable, e.g. `agent.run(...)`) to a
  * `node:http` response as a UI message stream, headers included; resolves when done.
+ * @param {AsyncIterable<StreamEvent> | Iterable<StreamEvent>} events
+ * @param {ResponseLike} response
+ * @param {{messageId?: string}} [options]
+ * @returns {Promise<void>}
  */
 export async function pipeUiMessageStream(events, response, { messageId = `msg_${Date.now().toString(36)}` } = {}) {
   const ui = new UiMessageStream(messageId)
@@ -84,7 +122,12 @@ export async function pipeUiMessageStream(events, response, { messageId = `msg_$
   response.end(ui.done())
 }
 
-/** A web `Response` streaming a run's events as a UI message stream (for fetch-style servers). */
+/**
+ * A web `Response` streaming a run's events as a UI message stream (for fetch-style servers).
+ * @param {AsyncIterable<StreamEvent> | Iterable<StreamEvent>} events
+ * @param {{messageId?: string, status?: number}} [options]
+ * @returns {Response}
+ */
 export function uiMessageStreamResponse(events, { messageId = `msg_${Date.now().toString(36)}`, status = 200 } = {}) {
   const ui = new UiMessageStream(messageId)
   const encoder = new TextEncoder()

@@ -1,13 +1,28 @@
 // `tool({ description, inputSchema, execute })`: a tool definition, as in the Vercel AI SDK.
 import { RegistrationError } from './errors.mjs'
+/** @import { Execute, InferOutput, JsonSchema, StandardSchemaV1, Tool } from './types.mjs' */
 
 /**
  * Declares a tool. Returns the definition unchanged (frozen); it exists for type inference:
  * with a zod schema, `execute` receives the schema's parsed output type.
  * A tool without `execute` is a client-side tool: its calls end as `pending_external`.
- * @template T
- * @param {T} definition
- * @returns {T}
+ * @template {StandardSchemaV1} S
+ * @template [Out=unknown]
+ * @overload
+ * @param {{description?: string, inputSchema: S, outputSchema?: StandardSchemaV1<any, Out> | JsonSchema, execute?: Execute<InferOutput<S>, Out>, parseArguments?: boolean}} definition
+ * @returns {Tool<InferOutput<S>, Out>}
+ */
+/**
+ * Declares a tool whose input is a JSON Schema (or any object when absent).
+ * @template [Args=Record<string, unknown>]
+ * @template [Out=unknown]
+ * @overload
+ * @param {{description?: string, inputSchema?: JsonSchema, outputSchema?: JsonSchema, execute?: Execute<Args, Out>}} definition
+ * @returns {Tool<Args, Out>}
+ */
+/**
+ * @param {any} definition
+ * @returns {any}
  */
 export function tool(definition) {
   checkDefinition('(unnamed)', definition)

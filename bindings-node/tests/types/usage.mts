@@ -1,4 +1,4 @@
-// Compiled (never run) by tests/types.test.mjs: the hand-written types must accept idiomatic
+// Compiled (never run) by tests/types.test.mjs: the generated types must accept idiomatic
 // use and infer handler argument types from zod schemas.
 import { z } from 'zod'
 import { Engine, ToolError, needs, tool, type BatchResult, type CallResult, type ErrorCode } from 'tooljig'
