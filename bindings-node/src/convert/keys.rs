@@ -82,7 +82,7 @@ fn walk(value: Value, shape: Shape, rename: fn(&str) -> String, path: &mut Vec<S
                 .collect(),
         ),
         // Objects whose keys stay may still hold renamed ones deeper (`results/*/approval`).
-        Value::Object(map) if reaches_below(shape, &here) => Value::Object(
+        Value::Object(map) if shape::reaches_below(shape, &here) => Value::Object(
             map.into_iter()
                 .map(|(k, v)| {
                     path.push(snake(&k));
@@ -92,7 +92,7 @@ fn walk(value: Value, shape: Shape, rename: fn(&str) -> String, path: &mut Vec<S
                 })
                 .collect(),
         ),
-        Value::Array(items) if reaches_below(shape, &here) => Value::Array(
+        Value::Array(items) if shape::reaches_below(shape, &here) => Value::Array(
             items
                 .into_iter()
                 .map(|v| {
@@ -105,22 +105,6 @@ fn walk(value: Value, shape: Shape, rename: fn(&str) -> String, path: &mut Vec<S
         ),
         other => other,
     }
-}
-
-/// Whether a path of `shape` lies strictly below `path`.
-fn reaches_below(shape: Shape, path: &[Option<&str>]) -> bool {
-    shape.iter().any(|pattern| {
-        let parts: Vec<&str> = if pattern.is_empty() {
-            Vec::new()
-        } else {
-            pattern.split('/').collect()
-        };
-        parts.len() > path.len()
-            && parts.iter().zip(path).all(|(p, seg)| match seg {
-                None => *p == "*",
-                Some(k) => p == k,
-            })
-    })
 }
 
 #[cfg(test)]

@@ -92,16 +92,32 @@ pub const NEUTRAL_DATA: &[&str] = &[
 /// Whether the object at `path` (segments: `Some(key)` or `None` for an array element) has
 /// its keys renamed under `shape`.
 pub fn renames(shape: Shape, path: &[Option<&str>]) -> bool {
-    shape.iter().any(|pattern| matches(pattern, path))
+    shape
+        .iter()
+        .any(|pattern| segments(pattern).len() == path.len() && leads_to(pattern, path))
 }
 
-fn matches(pattern: &str, path: &[Option<&str>]) -> bool {
+/// Whether a path of `shape` lies strictly below `path`, so the walk must go on into it.
+pub fn reaches_below(shape: Shape, path: &[Option<&str>]) -> bool {
+    shape
+        .iter()
+        .any(|pattern| segments(pattern).len() > path.len() && leads_to(pattern, path))
+}
+
+fn segments(pattern: &str) -> Vec<&str> {
     if pattern.is_empty() {
-        return path.is_empty();
+        Vec::new()
+    } else {
+        pattern.split('/').collect()
     }
-    let parts: Vec<&str> = pattern.split('/').collect();
-    parts.len() == path.len()
-        && parts.iter().zip(path).all(|(p, seg)| match seg {
+}
+
+/// Whether `pattern` starts with `path`.
+fn leads_to(pattern: &str, path: &[Option<&str>]) -> bool {
+    segments(pattern)
+        .iter()
+        .zip(path)
+        .all(|(p, seg)| match seg {
             None => *p == "*",
             Some(k) => p == k,
         })
