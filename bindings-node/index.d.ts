@@ -131,7 +131,7 @@ export declare class NativeEngine {
    * message, retryable?, details?}}` as JSON text. Resolves with the envelope the model
    * will see.
    */
-  submitResult(runId: string, callId: string, outcome: string): Promise<string>
+  submitResult(runId: string, callId: string, outcome: string, submitter?: any | undefined | null): Promise<string>
   /** The client-side calls of a run that still await a result. */
   pendingExternal(runId: string): Promise<string>
   /** Resumes a suspended run; resolves with every call's result, as `run` does. */

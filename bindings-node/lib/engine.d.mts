@@ -177,13 +177,16 @@ export class Engine {
     revokePreference(caller: Caller, id: string): Promise<boolean>;
     /**
      * Completes a client-side call of a run: `outcome` is the data it returned, or a
-     * `ToolError` it failed with (the model sees it as submitted). Resolves with the envelope.
+     * `ToolError` it failed with (the model sees it as submitted). `caller` is who submits: a
+     * run started for a principal takes results from that principal (and tenant) alone.
+     * Resolves with the envelope.
      * @param {string} runId
      * @param {string} callId
      * @param {unknown} outcome
+     * @param {Caller} [caller]
      * @returns {Promise<Envelope>}
      */
-    submitResult(runId: string, callId: string, outcome: unknown): Promise<Envelope>;
+    submitResult(runId: string, callId: string, outcome: unknown, caller?: Caller): Promise<Envelope>;
     /**
      * The client-side calls of a run that still await a result.
      * @param {string} runId

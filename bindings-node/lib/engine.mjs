@@ -378,20 +378,23 @@ export class Engine {
 
   /**
    * Completes a client-side call of a run: `outcome` is the data it returned, or a
-   * `ToolError` it failed with (the model sees it as submitted). Resolves with the envelope.
+   * `ToolError` it failed with (the model sees it as submitted). `caller` is who submits: a
+   * run started for a principal takes results from that principal (and tenant) alone.
+   * Resolves with the envelope.
    * @param {string} runId
    * @param {string} callId
    * @param {unknown} outcome
+   * @param {Caller} [caller]
    * @returns {Promise<Envelope>}
    */
-  async submitResult(runId, callId, outcome) {
+  async submitResult(runId, callId, outcome, caller = undefined) {
     let text
     if (outcome instanceof ToolError) {
       text = JSON.stringify({ error: { code: outcome.code, message: String(outcome.message), retryable: outcome.retryable, details: outcome.details } })
     } else {
       text = JSON.stringify({ result: outcome === undefined ? null : outcome })
     }
-    return settled(await this.#native.submitResult(String(runId), String(callId), text))
+    return settled(await this.#native.submitResult(String(runId), String(callId), text, caller ?? null))
   }
 
   /**

@@ -209,11 +209,18 @@ impl JsEngine {
         run_id: String,
         call_id: String,
         outcome: String,
+        submitter: Option<Value>,
     ) -> napi::Result<PromiseRaw<'env, String>> {
         let outcome = submitted(&outcome)?;
+        let submitter = match submitter {
+            None | Some(Value::Null) => Caller::default(),
+            Some(c) => caller_of(c, "submitter")?,
+        };
         let engine = self.core();
         env.spawn_future(async move {
-            let out = engine.submit_result(&run_id, &call_id, outcome).await;
+            let out = engine
+                .submit_result(&run_id, &call_id, &submitter, outcome)
+                .await;
             Ok(answer(out.map(|e| to_value(&e))))
         })
     }

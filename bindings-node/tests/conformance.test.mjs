@@ -29,7 +29,7 @@ const RESULT_KEYS = ['call_id', 'tool', 'status', 'envelope', 'attempts', 'repai
 const DURABLE_STEP_KEYS = ['wait_ms', 'decide', 'submit', 'resume', 'rollback', 'run', 'expect']
 const DURABLE_EXPECT_KEYS = ['results', 'error', 'rollback']
 const DECIDE_KEYS = ['call_id', 'approver', 'decision', 'message', 'arguments', 'remember', 'arguments_hash', 'approval_id']
-const SUBMIT_KEYS = ['call_id', 'result', 'error']
+const SUBMIT_KEYS = ['call_id', 'result', 'error', 'caller']
 const RUN_STEP_KEYS = ['caller', 'options', 'calls']
 const ROLLBACK_STEP_KEYS = ['call_id']
 const ERROR_KEYS = ['code', 'reason']
@@ -313,7 +313,7 @@ async function runSteps(engine, caller, first, steps, problems) {
         onlyKeys(s.error, SCRIPT_ERROR_KEYS, `${where}.submit.error`)
         outcome = new ToolError(s.error.code, s.error.message, s.error.retryable === undefined ? {} : { retryable: s.error.retryable })
       }
-      const [, refused] = await attempt(() => engine.submitResult(runId, s.call_id, outcome))
+      const [, refused] = await attempt(() => engine.submitResult(runId, s.call_id, outcome, s.caller ?? caller ?? undefined))
       checkRefusal(refused, expect.error, where, problems)
     } else if (step.resume === true) {
       const [out, refused] = await attempt(() => engine.resume(runId))

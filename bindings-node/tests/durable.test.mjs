@@ -169,11 +169,14 @@ test('a client-side tool ends pending; submitResult completes it and resume hand
   const pending = await engine.pendingExternal(out.runId)
   assert.deepEqual(pending.map((c) => [c.callId, c.tool, c.arguments]).sort(), [['ok', 'confirm', {}], ['pick', 'pick_file', { filter: '*.pdf' }]])
 
-  await refused(engine.submitResult(out.runId, 'pick', { name: 'no path' }), 'invalid_output', 'invalid_result')
-  assert.deepEqual(await engine.submitResult(out.runId, 'pick', { path: '/a.pdf' }), { ok: true, data: { path: '/a.pdf' } })
-  await refused(engine.submitResult(out.runId, 'pick', { path: '/b.pdf' }), 'conflict', 'duplicate')
-  await refused(engine.submitResult(out.runId, 'nope', {}), 'not_found', 'unknown_call')
-  const declined = await engine.submitResult(out.runId, 'ok', new ToolError('permission_denied', 'the user declined', { details: { by: 'user' } }))
+  await refused(engine.submitResult(out.runId, 'pick', { name: 'no path' }, alice), 'invalid_output', 'invalid_result')
+  // Holding the run and call ids is not enough: only the caller the run was started for submits.
+  await refused(engine.submitResult(out.runId, 'pick', { path: '/x.pdf' }, { principal: 'mallory', tenant: 'acme' }), 'permission_denied', 'not_the_caller')
+  await refused(engine.submitResult(out.runId, 'pick', { path: '/x.pdf' }), 'permission_denied', 'not_the_caller')
+  assert.deepEqual(await engine.submitResult(out.runId, 'pick', { path: '/a.pdf' }, alice), { ok: true, data: { path: '/a.pdf' } })
+  await refused(engine.submitResult(out.runId, 'pick', { path: '/b.pdf' }, alice), 'conflict', 'duplicate')
+  await refused(engine.submitResult(out.runId, 'nope', {}, alice), 'not_found', 'unknown_call')
+  const declined = await engine.submitResult(out.runId, 'ok', new ToolError('permission_denied', 'the user declined', { details: { by: 'user' } }), alice)
   assert.equal(declined.error.code, 'permission_denied')
 
   const resumed = await engine.resume(out.runId)

@@ -53,6 +53,9 @@ enum Op {
         call_id: String,
         /// `{"result": data}` or `{"error": {code, message, retryable?, details?}}`.
         outcome: Value,
+        /// Who submits (the run's caller, when it was started for one).
+        #[serde(default)]
+        caller: Caller,
     },
     PendingExternal {
         run_id: String,
@@ -119,11 +122,12 @@ async fn perform(engine: &Engine, op: Op, live: BatchOptions) -> Msg {
             run_id,
             call_id,
             outcome,
+            caller,
         } => {
             match tooljig::external::outcome_from_value(outcome) {
                 Ok(outcome) => reply(
                     engine
-                        .submit_result(&run_id, &call_id, outcome)
+                        .submit_result(&run_id, &call_id, &caller, outcome)
                         .await
                         .map(|e| value_of(&e)),
                 ),

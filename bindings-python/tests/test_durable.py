@@ -172,18 +172,23 @@ async def test_client_results_complete_the_run() -> None:
     pending = await engine.pending_external(out.run_id)
     assert sorted(p["call_id"] for p in pending) == ["q", "q2"]
     with pytest.raises(tooljig.ToolError) as bad:
-        await engine.submit_result(out.run_id, "q", {"answer": 3})
+        await engine.submit_result(out.run_id, "q", {"answer": 3}, caller=ALICE)
     assert bad.value.code.value == "invalid_output" and bad.value.details["reason"] == "invalid_result"
-    assert await engine.submit_result(out.run_id, "q", {"answer": "Tuesday"}) == {
+    with pytest.raises(tooljig.ToolError) as stranger:
+        await engine.submit_result(out.run_id, "q", {"answer": "Monday"}, caller={"principal": "mallory", "tenant": "acme"})
+    assert stranger.value.code.value == "permission_denied" and stranger.value.details["reason"] == "not_the_caller"
+    with pytest.raises(tooljig.ToolError):
+        await engine.submit_result(out.run_id, "q", {"answer": "Monday"})  # anonymous: refused too
+    assert await engine.submit_result(out.run_id, "q", {"answer": "Tuesday"}, caller=ALICE) == {
         "ok": True,
         "data": {"answer": "Tuesday"},
     }
     failed = await engine.submit_result(
-        out.run_id, "q2", error=tooljig.ToolError("not_found", "no rooms", retryable=False, floor=3)
+        out.run_id, "q2", error=tooljig.ToolError("not_found", "no rooms", retryable=False, floor=3), caller=ALICE
     )
     assert failed["error"] == {"code": "not_found", "message": "no rooms", "retryable": False, "floor": 3}
     with pytest.raises(tooljig.ToolError) as dup:
-        await engine.submit_result(out.run_id, "q", {"answer": "Friday"})
+        await engine.submit_result(out.run_id, "q", {"answer": "Friday"}, caller=ALICE)
     assert dup.value.details["reason"] == "duplicate"
     with pytest.raises(TypeError):
         await engine.submit_result(out.run_id, "q")
@@ -329,5 +334,5 @@ async def test_a_submitted_error_cannot_override_its_code_with_a_detail() -> Non
     assert out.run_id
     error = tooljig.ToolError("not_found", "no rooms")
     error.details.update({"code": "ok", "message": "pwned", "retryable": True, "floor": 3})
-    failed = await engine.submit_result(out.run_id, "q", error=error)
+    failed = await engine.submit_result(out.run_id, "q", error=error, caller=ALICE)
     assert failed["error"] == {"code": "not_found", "message": "no rooms", "retryable": False, "floor": 3}

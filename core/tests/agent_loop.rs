@@ -510,9 +510,14 @@ async fn a_client_side_tool_suspends_the_run_which_resumes_from_storage() {
         .clone()
         .expect("persisted");
     // The client runs its tool and submits the result; later, another process resumes.
-    e.submit_result(&batch_run, "loc", Ok(json!({"city": "Lyon"})))
-        .await
-        .unwrap();
+    e.submit_result(
+        &batch_run,
+        "loc",
+        &Caller::default(),
+        Ok(json!({"city": "Lyon"})),
+    )
+    .await
+    .unwrap();
     let mut state = AgentState::from_json(&stored).unwrap();
     let out = agent
         .resume(&mut state, &Caller::default(), None)

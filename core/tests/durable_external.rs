@@ -64,13 +64,23 @@ async fn a_client_result_completes_the_call_and_the_run_goes_on() {
 
     // Validation against the output schema: refused, the call stays pending.
     let bad = engine
-        .submit_result(&run_id, "q", Ok(json!({"answer": 3})))
+        .submit_result(
+            &run_id,
+            "q",
+            &Caller::principal("u1"),
+            Ok(json!({"answer": 3})),
+        )
         .await
         .unwrap_err();
     assert_eq!(bad.code, ErrorCode::InvalidOutput);
     assert_eq!(reason(&bad), "invalid_result");
     let unknown = engine
-        .submit_result(&run_id, "nope", Ok(json!({"answer": "x"})))
+        .submit_result(
+            &run_id,
+            "nope",
+            &Caller::principal("u1"),
+            Ok(json!({"answer": "x"})),
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -78,13 +88,40 @@ async fn a_client_result_completes_the_call_and_the_run_goes_on() {
         (ErrorCode::NotFound, "unknown_call")
     );
     let other_run = engine
-        .submit_result("run_forged", "q", Ok(json!({"answer": "x"})))
+        .submit_result(
+            "run_forged",
+            "q",
+            &Caller::principal("u1"),
+            Ok(json!({"answer": "x"})),
+        )
         .await
         .unwrap_err();
     assert_eq!(other_run.code, ErrorCode::NotFound);
 
+    // Someone else holding the run and call ids: refused, the call stays pending.
+    for stranger in [
+        Caller::default(),
+        Caller::principal("mallory"),
+        Caller {
+            principal: Some("u1".into()),
+            tenant: Some("other".into()),
+            ..Default::default()
+        },
+    ] {
+        let refused = engine
+            .submit_result(&run_id, "q", &stranger, Ok(json!({"answer": "Monday"})))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code, ErrorCode::PermissionDenied);
+        assert_eq!(reason(&refused), "not_the_caller");
+    }
     let env = engine
-        .submit_result(&run_id, "q", Ok(json!({"answer": "Tuesday"})))
+        .submit_result(
+            &run_id,
+            "q",
+            &Caller::principal("u1"),
+            Ok(json!({"answer": "Tuesday"})),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -92,7 +129,12 @@ async fn a_client_result_completes_the_call_and_the_run_goes_on() {
         json!({"ok": true, "data": {"answer": "Tuesday"}})
     );
     let dup = engine
-        .submit_result(&run_id, "q", Ok(json!({"answer": "Friday"})))
+        .submit_result(
+            &run_id,
+            "q",
+            &Caller::principal("u1"),
+            Ok(json!({"answer": "Friday"})),
+        )
         .await
         .unwrap_err();
     assert_eq!((dup.code, reason(&dup)), (ErrorCode::Conflict, "duplicate"));
@@ -127,6 +169,7 @@ async fn a_client_error_reaches_the_model_and_dependents_do_not_run() {
         .submit_result(
             &run_id,
             "q",
+            &Caller::default(),
             Err(ToolError::new(
                 ErrorCode::Cancelled,
                 "the user closed the dialog",
@@ -158,7 +201,7 @@ async fn a_late_submission_is_refused_and_the_call_times_out() {
     let run_id = out.run_id.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let late = engine
-        .submit_result(&run_id, "q", Ok(json!({"answer": "x"})))
+        .submit_result(&run_id, "q", &Caller::default(), Ok(json!({"answer": "x"})))
         .await
         .unwrap_err();
     assert_eq!((late.code, reason(&late)), (ErrorCode::Conflict, "late"));

@@ -79,7 +79,12 @@ async fn resume_with_and_rollback_with_hand_the_host_to_handlers() {
     assert_eq!(out.get("b").unwrap().status, CallStatus::Waiting);
     let run_id = out.run_id.clone().unwrap();
     engine
-        .submit_result(&run_id, "q", Ok(json!({"day": "mon"})))
+        .submit_result(
+            &run_id,
+            "q",
+            &Caller::principal("u1"),
+            Ok(json!({"day": "mon"})),
+        )
         .await
         .unwrap();
     let out = engine
@@ -118,7 +123,12 @@ async fn plain_resume_and_rollback_hand_no_host() {
         .await;
     let run_id = out.run_id.clone().unwrap();
     engine
-        .submit_result(&run_id, "q", Ok(json!({"day": "mon"})))
+        .submit_result(
+            &run_id,
+            "q",
+            &Caller::principal("u1"),
+            Ok(json!({"day": "mon"})),
+        )
         .await
         .unwrap();
     engine.resume(&run_id).await.unwrap();

@@ -25,7 +25,7 @@ async function main(): Promise<void> {
     const run: RunRecord | null = await engine.runRecord(out.runId)
     void run?.state
     const pending: ExternalCall[] = await engine.pendingExternal(out.runId)
-    await engine.submitResult(out.runId, pending[0].callId, new ToolError('permission_denied', 'declined'))
+    await engine.submitResult(out.runId, pending[0].callId, new ToolError('permission_denied', 'declined'), { principal: 'u1' })
   }
   const inbox: ApprovalRecord[] = await engine.pendingApprovals('acme')
   const pref: Preference = await engine.allowAlways({ principal: 'alice' }, 'send_email', { to: 'bob@x.io' })

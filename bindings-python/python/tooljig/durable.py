@@ -197,10 +197,13 @@ class DurableRuns:
         result: Any = _MISSING,
         *,
         error: ToolError | None = None,
+        caller: CallerLike = None,
     ) -> dict[str, Any]:
         """Completes a client-side call (``pending_external``) with the data it returned or
         the ``error`` it failed with (exactly one); returns the envelope stored. Data is
-        checked against the tool's output schema. Continue the run with :meth:`resume`."""
+        checked against the tool's output schema. ``caller`` is who submits: a run started
+        for a principal takes results from that principal (and tenant) alone. Continue the
+        run with :meth:`resume`."""
         if (result is _MISSING) == (error is None):
             raise TypeError("submit_result() takes exactly one of result and error=")
         if error is not None:
@@ -215,7 +218,7 @@ class DurableRuns:
         else:
             outcome = {"result": result}
         envelope: dict[str, Any] = await self._op(
-            "submit_result", run_id=run_id, call_id=call_id, outcome=outcome
+            "submit_result", run_id=run_id, call_id=call_id, outcome=outcome, caller=_caller(caller)
         )
         return envelope
 
@@ -355,9 +358,12 @@ class DurableRuns:
         result: Any = _MISSING,
         *,
         error: ToolError | None = None,
+        caller: CallerLike = None,
     ) -> dict[str, Any]:
         """:meth:`submit_result`, blocking."""
-        return _blocking("submit_result", self.submit_result(run_id, call_id, result, error=error))
+        return _blocking(
+            "submit_result", self.submit_result(run_id, call_id, result, error=error, caller=caller)
+        )
 
     def pending_external_sync(self, run_id: str) -> list[dict[str, Any]]:
         """:meth:`pending_external`, blocking."""

@@ -16,7 +16,7 @@ from support.vectors import VectorError
 STEP_KEYS = {"wait_ms", "decide", "submit", "resume", "rollback", "run", "expect"}
 STEP_EXPECT_KEYS = {"results", "error", "rollback"}
 DECIDE_KEYS = {"call_id", "approver", "decision", "message", "arguments", "remember", "arguments_hash", "approval_id"}
-SUBMIT_KEYS = {"call_id", "result", "error"}
+SUBMIT_KEYS = {"call_id", "result", "error", "caller"}
 RUN_KEYS = {"caller", "options", "calls"}
 ROLLBACK_KEYS = {"call_id"}
 ERROR_KEYS = {"code", "reason"}
@@ -159,10 +159,13 @@ async def run_steps(
                 if "error" in s:
                     e = s["error"]
                     await engine.submit_result(
-                        run_id, s["call_id"], error=tooljig.ToolError(e["code"], e["message"], e.get("retryable"))
+                        run_id,
+                        s["call_id"],
+                        error=tooljig.ToolError(e["code"], e["message"], e.get("retryable")),
+                        caller=s.get("caller", caller),
                     )
                 else:
-                    await engine.submit_result(run_id, s["call_id"], s["result"])
+                    await engine.submit_result(run_id, s["call_id"], s["result"], caller=s.get("caller", caller))
             elif step.get("resume") is True:
                 out = await engine.resume(run_id)
                 found = []

@@ -8,6 +8,7 @@ use super::CallDurable;
 use super::run_record::run_call_key;
 use super::store::{Expect, Namespace, StateStore, StoreError, get_as, now_ms, put_as};
 use crate::call::{CallResult, CallStatus};
+use crate::caller::Caller;
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::job::Job;
@@ -87,6 +88,12 @@ pub struct ExternalCall {
     /// When it was submitted, ms since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submitted_at_ms: Option<u64>,
+    /// The principal the run was started for: only they may submit the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// Their tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 /// How long a record is kept after its expiry, so a late submission is told it is late.
@@ -106,6 +113,8 @@ pub async fn park(d: &CallDurable, job: &Job, result: &mut CallResult) {
         status: ExternalStatus::Pending,
         envelope: None,
         submitted_at_ms: None,
+        principal: job.caller.principal.clone(),
+        tenant: job.caller.tenant.clone(),
     };
     let key = run_call_key(&d.run_id, &job.id);
     let ttl = Some(d.shared.external_expiry_ms.saturating_add(RETAIN_MS));
@@ -185,6 +194,7 @@ pub async fn submit_result(
     tools: &Snapshot,
     run_id: &str,
     call_id: &str,
+    submitter: &Caller,
     outcome: Result<Value, ToolError>,
 ) -> Result<Envelope, ToolError> {
     let key = run_call_key(run_id, call_id);
@@ -198,6 +208,19 @@ pub async fn submit_result(
             format!("no client-side call {call_id:?} of run {run_id:?} awaits a result"),
         ));
     };
+    // A run started for someone takes results from them alone: holding the run and call ids
+    // is not enough. A run started for nobody has no one to bind to (its id is unguessable).
+    if rec.principal.is_some()
+        && (submitter.principal != rec.principal || submitter.tenant != rec.tenant)
+    {
+        return Err(refuse(
+            ErrorCode::PermissionDenied,
+            "not_the_caller",
+            format!(
+                "only the caller the run was started for may submit the result of call {call_id:?}"
+            ),
+        ));
+    }
     if rec.status == ExternalStatus::Submitted {
         return Err(refuse(
             ErrorCode::Conflict,

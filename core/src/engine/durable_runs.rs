@@ -137,7 +137,11 @@ impl Engine {
     /// (checked against the tool's output schema and size limit) or an error the model will
     /// see. Returns the envelope as stored; [`Engine::resume`] then continues the run.
     ///
+    /// `submitter` is who submits: when the run was started for a principal, only that
+    /// principal (in the same tenant) may complete its calls.
+    ///
     /// Refused with `not_found` (reason `unknown_call`) when no such call awaits a result,
+    /// `permission_denied` (reason `not_the_caller`) when someone else submits,
     /// `conflict` (reason `duplicate` or `late`) when it was already submitted or expired,
     /// and `invalid_output` (reason `invalid_result`) when the data breaks the schema (the
     /// call stays pending; submit a corrected result).
@@ -145,6 +149,7 @@ impl Engine {
         &self,
         run_id: &str,
         call_id: &str,
+        submitter: &Caller,
         outcome: Result<Value, ToolError>,
     ) -> Result<Envelope, ToolError> {
         let tools = self.registry.snapshot();
@@ -153,6 +158,7 @@ impl Engine {
             &tools,
             run_id,
             call_id,
+            submitter,
             outcome,
         )
         .await

@@ -125,6 +125,8 @@ pub struct SubmitStep {
     pub result: Option<Value>,
     /// The error it failed with.
     pub error: Option<ScriptError>,
+    /// Who submits; the vector's caller when absent.
+    pub caller: Option<Caller>,
 }
 
 /// `run`: another batch.
@@ -320,7 +322,12 @@ pub async fn run_steps(
                 }
             };
             let done = engine
-                .submit_result(&run_id, &s.call_id, outcome)
+                .submit_result(
+                    &run_id,
+                    &s.call_id,
+                    s.caller.as_ref().unwrap_or(caller),
+                    outcome,
+                )
                 .await
                 .map(|_| ());
             check_error(done, step.expect.error.as_ref(), &at, problems);
