@@ -7,16 +7,17 @@
 //! turning them into a `Value` tree, renaming it and printing it cost ten times more than
 //! serializing them once.
 
-use super::shape::Shape;
+use super::shape::{self, Shape};
 use serde::Serialize;
 use serde_json::ser::{CompactFormatter, Formatter};
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 /// `value` as JSON text, the keys of the objects at `shape`'s paths in camelCase.
 pub fn to_camel_json<T: Serialize + ?Sized>(value: &T, shape: Shape) -> String {
     let mut out = Vec::with_capacity(256);
     let formatter = CamelKeys {
-        patterns: shape,
+        shape,
         path: Vec::new(),
         renames: Vec::new(),
         key: String::new(),
@@ -41,16 +42,10 @@ enum Next {
     Element,
 }
 
-#[derive(PartialEq)]
-enum Segment {
-    Key(String),
-    Element,
-}
-
-struct CamelKeys<'p> {
-    patterns: &'p [&'p str],
-    /// The path of the innermost open container.
-    path: Vec<Segment>,
+struct CamelKeys {
+    shape: Shape,
+    /// The path of the innermost open container: keys, and `*` for array elements.
+    path: Vec<Cow<'static, str>>,
     /// Per open container: whether its keys are renamed.
     renames: Vec<bool>,
     /// The key being written, or the last one written.
@@ -59,41 +54,21 @@ struct CamelKeys<'p> {
     next: Next,
 }
 
-impl CamelKeys<'_> {
+impl CamelKeys {
     /// Enters a container that starts here; `object` says whether its keys may be renamed.
     fn enter(&mut self, object: bool) {
         match self.next {
             Next::Root => {}
-            Next::Key => self.path.push(Segment::Key(self.key.clone())),
-            Next::Element => self.path.push(Segment::Element),
+            Next::Key => self.path.push(Cow::Owned(self.key.clone())),
+            Next::Element => self.path.push(Cow::Borrowed("*")),
         }
-        let root = self.next == Next::Root;
-        let renames = object && self.patterns.iter().any(|p| self.matches(p, root));
+        let renames = object && shape::renames(self.shape, &self.path);
         self.renames.push(renames);
     }
 
     fn leave(&mut self) {
         self.renames.pop();
         self.path.pop();
-    }
-
-    fn matches(&self, pattern: &str, root: bool) -> bool {
-        if pattern.is_empty() {
-            return root;
-        }
-        if root {
-            return false;
-        }
-        let mut parts = pattern.split('/');
-        let mut path = self.path.iter();
-        loop {
-            match (parts.next(), path.next()) {
-                (None, None) => return true,
-                (Some("*"), Some(Segment::Element)) => {}
-                (Some(p), Some(Segment::Key(k))) if p == k => {}
-                _ => return false,
-            }
-        }
     }
 
     fn renaming_key(&self) -> bool {
@@ -119,7 +94,7 @@ fn write_camel<W: ?Sized + Write>(writer: &mut W, key: &str) -> io::Result<()> {
     Ok(())
 }
 
-impl Formatter for CamelKeys<'_> {
+impl Formatter for CamelKeys {
     fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
         self.enter(true);
         CompactFormatter.begin_object(writer)

@@ -66,12 +66,8 @@ pub fn rename(value: Value, shape: Shape, rename: fn(&str) -> String) -> Value {
 /// Renames the keys of the objects at `shape`'s paths; `path` holds the segments so far, in
 /// the core's spelling.
 fn walk(value: Value, shape: Shape, rename: fn(&str) -> String, path: &mut Vec<String>) -> Value {
-    let here: Vec<Option<&str>> = path
-        .iter()
-        .map(|s| (s != "*").then_some(s.as_str()))
-        .collect();
     match value {
-        Value::Object(map) if shape::renames(shape, &here) => Value::Object(
+        Value::Object(map) if shape::renames(shape, path) => Value::Object(
             map.into_iter()
                 .map(|(k, v)| {
                     path.push(snake(&k));
@@ -82,7 +78,7 @@ fn walk(value: Value, shape: Shape, rename: fn(&str) -> String, path: &mut Vec<S
                 .collect(),
         ),
         // Objects whose keys stay may still hold renamed ones deeper (`results/*/approval`).
-        Value::Object(map) if shape::reaches_below(shape, &here) => Value::Object(
+        Value::Object(map) if shape::reaches_below(shape, path) => Value::Object(
             map.into_iter()
                 .map(|(k, v)| {
                     path.push(snake(&k));
@@ -92,7 +88,7 @@ fn walk(value: Value, shape: Shape, rename: fn(&str) -> String, path: &mut Vec<S
                 })
                 .collect(),
         ),
-        Value::Array(items) if shape::reaches_below(shape, &here) => Value::Array(
+        Value::Array(items) if shape::reaches_below(shape, path) => Value::Array(
             items
                 .into_iter()
                 .map(|v| {

@@ -89,38 +89,28 @@ pub const NEUTRAL_DATA: &[&str] = &[
     "result",
 ];
 
-/// Whether the object at `path` (segments: `Some(key)` or `None` for an array element) has
-/// its keys renamed under `shape`.
-pub fn renames(shape: Shape, path: &[Option<&str>]) -> bool {
+/// Whether the object at `path` has its keys renamed under `shape`. `path` holds the keys
+/// leading to it, in the core's spelling, and `*` for an array element.
+pub fn renames<S: AsRef<str>>(shape: Shape, path: &[S]) -> bool {
     shape
         .iter()
-        .any(|pattern| segments(pattern).len() == path.len() && leads_to(pattern, path))
+        .any(|pattern| parts(pattern).count() == path.len() && leads_to(pattern, path))
 }
 
-/// Whether a path of `shape` lies strictly below `path`, so the walk must go on into it.
-pub fn reaches_below(shape: Shape, path: &[Option<&str>]) -> bool {
+/// Whether a path of `shape` lies strictly below `path`, so a walk must go on into it.
+pub fn reaches_below<S: AsRef<str>>(shape: Shape, path: &[S]) -> bool {
     shape
         .iter()
-        .any(|pattern| segments(pattern).len() > path.len() && leads_to(pattern, path))
+        .any(|pattern| parts(pattern).count() > path.len() && leads_to(pattern, path))
 }
 
-fn segments(pattern: &str) -> Vec<&str> {
-    if pattern.is_empty() {
-        Vec::new()
-    } else {
-        pattern.split('/').collect()
-    }
+fn parts(pattern: &str) -> impl Iterator<Item = &str> {
+    pattern.split('/').filter(|p| !p.is_empty())
 }
 
 /// Whether `pattern` starts with `path`.
-fn leads_to(pattern: &str, path: &[Option<&str>]) -> bool {
-    segments(pattern)
-        .iter()
-        .zip(path)
-        .all(|(p, seg)| match seg {
-            None => *p == "*",
-            Some(k) => p == k,
-        })
+fn leads_to<S: AsRef<str>>(pattern: &str, path: &[S]) -> bool {
+    parts(pattern).zip(path).all(|(p, seg)| p == seg.as_ref())
 }
 
 #[cfg(test)]
@@ -129,13 +119,13 @@ mod tests {
 
     #[test]
     fn paths_match_exactly() {
-        assert!(renames(BATCH, &[]));
-        assert!(renames(BATCH, &[Some("results"), None]));
-        assert!(renames(BATCH, &[Some("results"), None, Some("approval")]));
-        assert!(!renames(BATCH, &[Some("results"), None, Some("envelope")]));
-        assert!(!renames(
-            RUN_RECORD,
-            &[Some("calls"), None, Some("arguments")]
-        ));
+        let root: [&str; 0] = [];
+        assert!(renames(BATCH, &root));
+        assert!(renames(BATCH, &["results", "*"]));
+        assert!(renames(BATCH, &["results", "*", "approval"]));
+        assert!(!renames(BATCH, &["results", "*", "envelope"]));
+        assert!(!renames(RUN_RECORD, &["calls", "*", "arguments"]));
+        assert!(reaches_below(BATCH, &["results"]));
+        assert!(!reaches_below(BATCH, &["results", "*", "approval"]));
     }
 }

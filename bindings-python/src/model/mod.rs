@@ -12,7 +12,6 @@ use crate::providers::write;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyMapping;
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tooljig::agent::http::{HttpModel, HttpModelConfig};
@@ -131,22 +130,7 @@ impl PyModel {
         headers: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let provider = crate::providers::provider_named(py, provider)?;
-        let mut config = serde_json::Map::new();
-        let mut set = |key: &str, value: Option<Value>| {
-            if let Some(v) = value {
-                config.insert(key.into(), v);
-            }
-        };
-        set("base_url", base_url.map(Value::from));
-        set("api_key", api_key.map(Value::from));
-        set("api_key_env", api_key_env.map(Value::from));
-        set("stream", stream.map(Value::from));
-        set("strict", Some(strict.into()));
-        set("timeout_ms", timeout_ms.map(Value::from));
-        set("connect_timeout_ms", connect_timeout_ms.map(Value::from));
-        set("max_retries", max_retries.map(Value::from));
-        set("initial_backoff_ms", initial_backoff_ms.map(Value::from));
-        set("max_backoff_ms", max_backoff_ms.map(Value::from));
+        let mut header_map = serde_json::Map::new();
         if let Some(headers) = headers.filter(|h| !h.is_none()) {
             let not_a_mapping = || {
                 error::invalid_input(
@@ -159,16 +143,25 @@ impl PyModel {
                 .cast::<PyMapping>()
                 .map_err(|_| not_a_mapping())?
                 .items()?;
-            let mut map = serde_json::Map::new();
             for item in items.iter() {
                 let (name, value): (String, String) =
                     item.extract().map_err(|_| not_a_mapping())?;
-                map.insert(name, value.into());
+                header_map.insert(name, value.into());
             }
-            set("headers", Some(Value::Object(map)));
         }
-        let config: HttpModelConfig = serde_json::from_value(Value::Object(config))
-            .map_err(|e| error::invalid_input(py, "HTTP model options", e.to_string()))?;
+        let config = HttpModelConfig {
+            base_url,
+            api_key,
+            api_key_env,
+            timeout_ms,
+            connect_timeout_ms,
+            max_retries,
+            initial_backoff_ms,
+            max_backoff_ms,
+            stream,
+            strict,
+            headers: header_map,
+        };
         let m = HttpModel::from_config(provider, model, config)
             .map_err(|e| error::invalid_input(py, "headers", e.message))?;
         Ok(PyModel::plain(Arc::new(m)))

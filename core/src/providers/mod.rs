@@ -54,25 +54,29 @@ pub use openai_responses::OpenAiResponses;
 /// which serde and [`Provider::name`] write; [`Provider::from_name`] and serde also read the
 /// aliases in [`Provider::ALIASES`], so every binding accepts the same spellings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum Provider {
     /// OpenAI Chat Completions, and every server that copies it (Ollama, vLLM, llama.cpp).
-    #[serde(
-        rename = "openai_chat",
-        alias = "openai",
-        alias = "openaiChat",
-        alias = "openai_compatible",
-        alias = "openaiCompatible"
-    )]
     OpenAiChat,
     /// OpenAI Responses.
-    #[serde(rename = "openai_responses", alias = "openaiResponses")]
     OpenAiResponses,
     /// Anthropic Messages.
-    #[serde(rename = "anthropic")]
     Anthropic,
     /// Google Gemini `generateContent`.
-    #[serde(rename = "gemini")]
     Gemini,
+}
+
+impl From<Provider> for &'static str {
+    fn from(p: Provider) -> Self {
+        p.name()
+    }
+}
+
+impl TryFrom<String> for Provider {
+    type Error = String;
+    fn try_from(name: String) -> Result<Self, String> {
+        Provider::from_name(&name)
+    }
 }
 
 impl Provider {
