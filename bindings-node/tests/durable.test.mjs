@@ -321,3 +321,41 @@ test('approve, reject, edit and pending mirror the other languages', async () =>
   assert.equal(byId(done, 'r').envelope.error.code, 'approval_rejected')
   assert.deepEqual([...sent].sort((x, y) => x.to.localeCompare(y.to)), [{ to: 'a@x.io' }, { to: 'carol@x.io', body: 'edited' }])
 })
+
+test('an edit passes every guard again: over the policy hook it is refused, a hidden argument cannot be edited', async () => {
+  const ran = []
+  const engine = new Engine({
+    approvalRules: { minRisk: 'high' },
+    policyHook: (req) => (req.arguments.amount <= 500 ? true : { allow: false, reason: `${req.arguments.amount} is over the limit` }),
+  })
+  const transfer = {
+    type: 'object',
+    properties: { amount: { type: 'integer' }, account: { type: 'string' } },
+    required: ['amount', 'account'],
+    additionalProperties: false,
+  }
+  engine.register('transfer', tool({ inputSchema: transfer, execute: (a) => (ran.push(a), a) }), {
+    risk: 'high',
+    hidden: { account: { from: 'principal' } },
+  })
+  const ask = async () => {
+    const out = await engine.run([{ id: 't', tool: 'transfer', arguments: { amount: 100 } }], { caller: alice })
+    return { runId: out.runId, info: byId(out, 't').approval }
+  }
+  const first = await ask()
+  await refused(
+    engine.edit(first.info.id, { amount: 100, account: 'mallory' }, { argumentsHash: first.info.argumentsHash, approver: alice }),
+    'invalid_arguments',
+    'hidden_argument',
+  )
+  await engine.edit(first.info.id, { amount: 100000, account: 'alice' }, { argumentsHash: first.info.argumentsHash, approver: alice })
+  const refusedRun = byId(await engine.resume(first.runId), 't')
+  assert.equal(refusedRun.envelope.error.code, 'permission_denied')
+  assert.match(refusedRun.envelope.error.message, /over the limit/)
+  assert.deepEqual(ran, [])
+
+  const second = await ask()
+  await engine.edit(second.info.id, { amount: 400, account: 'alice' }, { argumentsHash: second.info.argumentsHash, approver: alice })
+  assert.deepEqual(byId(await engine.resume(second.runId), 't').envelope, { ok: true, data: { amount: 400, account: 'alice' } })
+  assert.deepEqual(ran, [{ amount: 400, account: 'alice' }])
+})

@@ -336,3 +336,43 @@ async def test_a_submitted_error_cannot_override_its_code_with_a_detail() -> Non
     error.details.update({"code": "ok", "message": "pwned", "retryable": True, "floor": 3})
     failed = await engine.submit_result(out.run_id, "q", error=error, caller=ALICE)
     assert failed["error"] == {"code": "not_found", "message": "no rooms", "retryable": False, "floor": 3}
+
+
+async def test_an_edit_passes_every_guard_again() -> None:
+    ran: list[dict[str, Any]] = []
+    engine = tooljig.Engine(
+        approval_rules={"min_risk": "high"},
+        policy_hook=lambda request: request["arguments"]["amount"] <= 500
+        or {"allow": False, "reason": f"{request['arguments']['amount']} is over the limit"},
+    )
+    schema = {
+        "type": "object",
+        "properties": {"amount": {"type": "integer"}, "account": {"type": "string"}},
+        "required": ["amount", "account"],
+        "additionalProperties": False,
+    }
+    engine.register(
+        "transfer", "Moves money.", schema, lambda args: ran.append(args) or args,
+        risk="high", hidden={"account": {"from": "principal"}},
+    )
+
+    async def ask() -> tuple[str, Any]:
+        out = await engine.run([{"id": "t", "tool": "transfer", "arguments": {"amount": 100}}], caller=ALICE)
+        assert out.run_id
+        return out.run_id, out.get("t")["approval"]  # type: ignore[index]
+
+    run_id, info = await ask()
+    with pytest.raises(tooljig.ToolError) as hidden:
+        await engine.edit(info["id"], {"amount": 100, "account": "mallory"}, arguments_hash=info["arguments_hash"], approver=ALICE)
+    assert (hidden.value.code.value, hidden.value.details["reason"]) == ("invalid_arguments", "hidden_argument")
+    await engine.edit(info["id"], {"amount": 100_000, "account": "alice"}, arguments_hash=info["arguments_hash"], approver=ALICE)
+    refused = (await engine.resume(run_id)).get("t")
+    assert refused is not None and refused.error_code == "permission_denied"
+    assert "over the limit" in refused.envelope["error"]["message"]
+    assert ran == []
+
+    run_id, info = await ask()
+    await engine.edit(info["id"], {"amount": 400, "account": "alice"}, arguments_hash=info["arguments_hash"], approver=ALICE)
+    done = (await engine.resume(run_id)).get("t")
+    assert done is not None and done.envelope == {"ok": True, "data": {"amount": 400, "account": "alice"}}
+    assert ran == [{"amount": 400, "account": "alice"}]

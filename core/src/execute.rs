@@ -50,6 +50,12 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
     );
     result.repaired = job.repaired;
 
+    // A decided approval: the approved arguments take the whole path from here.
+    if let Err(e) = durable::approved_input(d, &mut job) {
+        job.refuse(&mut result, Envelope::Error(e));
+        return result;
+    }
+
     // Step 3: hidden arguments and resolvers, before validation. Static access (step 5's
     // flags, roles, scopes) runs first: see guard/mod.rs.
     if guard::admit(guards, &mut job, &mut result).await.is_break() {

@@ -13,6 +13,7 @@ use crate::handler::{BoxFuture, HostData};
 use crate::policy::{Policy, Risk};
 use crate::registry::Snapshot;
 use crate::schema::arguments_envelope;
+use crate::spec::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::future::Future;
@@ -108,6 +109,10 @@ pub struct ApprovalRecord {
     pub arguments_hash: String,
     /// The tool's risk level.
     pub risk: Risk,
+    /// SHA-256 of the tool's spec (schema and policy) when the request was made: a decision
+    /// holds for that spec alone, and is asked again if the tool changed before it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_hash: Option<String>,
     /// Who asked.
     pub requested_by: Caller,
     /// When, ms since the epoch.
@@ -231,25 +236,31 @@ pub async fn needs_approval(
     }
 }
 
-/// Persists a new approval request for a call.
+/// SHA-256 of a spec's canonical form: what an approval is pinned to.
+pub fn spec_hash(spec: &ToolSpec) -> String {
+    hash_value(&serde_json::to_value(spec).unwrap_or(Value::Null))
+}
+
+/// Persists a new approval request for a call of the tool `spec` describes.
 pub async fn request(
     store: &dyn StateStore,
-    policy: &Policy,
+    spec: &ToolSpec,
     run_id: &str,
     call_id: &str,
-    tool: &str,
     arguments: &Value,
     caller: &Caller,
 ) -> Result<ApprovalRecord, StoreError> {
+    let policy = &spec.policy;
     let now = now_ms();
     let record = ApprovalRecord {
         id: format!("apr_{}", uuid::Uuid::new_v4().simple()),
         run_id: run_id.to_string(),
         call_id: call_id.to_string(),
-        tool: tool.to_string(),
+        tool: spec.name.clone(),
         arguments: arguments.clone(),
         arguments_hash: hash_value(arguments),
         risk: policy.risk,
+        spec_hash: Some(spec_hash(spec)),
         requested_by: caller.clone(),
         requested_at_ms: now,
         expires_at_ms: now.saturating_add(policy.approval.expires_ms),
@@ -445,6 +456,16 @@ pub async fn decide(
                     ),
                 ));
             };
+            if let Some(name) = changed_hidden(&tool.spec, &rec.arguments, &arguments) {
+                return Err(refuse(
+                    ErrorCode::InvalidArguments,
+                    "hidden_argument",
+                    format!(
+                        "{name:?} is filled by the server for the caller who asked; an edit cannot change it"
+                    ),
+                )
+                .with("argument", name));
+            }
             if let Some(refusal) = arguments_envelope(tool.input.check(&arguments)) {
                 let e = match refusal {
                     Envelope::Error(e) => e,
@@ -500,6 +521,72 @@ pub async fn decide(
             .map_err(store_refusal)?;
     }
     Ok(rec)
+}
+
+/// The first hidden parameter whose value `edited` changes from `asked`, if any: hidden
+/// values come from the asking caller (or a resolver), never from whoever decides.
+fn changed_hidden(spec: &ToolSpec, asked: &Value, edited: &Value) -> Option<String> {
+    spec.policy
+        .hidden
+        .keys()
+        .find(|name| asked.get(name.as_str()) != edited.get(name.as_str()))
+        .cloned()
+}
+
+/// The arguments a decided request lets run, as the input of the call's path in the
+/// resumed pass: hidden parameters removed, for step 3 to fill again from the caller who
+/// asked. Refused when they no longer match the hash the decision recorded (the store was
+/// edited).
+pub fn approved_input(rec: &ApprovalRecord, spec: &ToolSpec) -> Result<Value, ToolError> {
+    let decision = rec.decision.as_ref();
+    let args = decision.and_then(|d| d.approved_arguments.as_ref());
+    let hash = decision.and_then(|d| d.approved_hash.as_deref());
+    match (args, hash) {
+        (Some(args), Some(hash)) if hash_value(args) == hash => {
+            let mut args = args.clone();
+            if let Value::Object(map) = &mut args {
+                map.retain(|k, _| !spec.policy.hidden.contains_key(k));
+            }
+            Ok(args)
+        }
+        _ => Err(ToolError::new(
+            ErrorCode::InternalError,
+            "the approved arguments do not match their recorded hash; the call was not run",
+        )
+        .with("reason", "approval_tampered")),
+    }
+}
+
+/// Whether a decision still covers a call about to run with `arguments` (its final ones,
+/// after every guard of its path): the tool's spec is the one the request was made under,
+/// and the arguments are exactly the approved ones. `Err` says what changed; the call then
+/// asks for approval again.
+pub fn still_covers(
+    rec: &ApprovalRecord,
+    spec: &ToolSpec,
+    arguments: &Value,
+) -> Result<(), String> {
+    if rec
+        .spec_hash
+        .as_ref()
+        .is_some_and(|h| *h != spec_hash(spec))
+    {
+        return Err(format!(
+            "the tool {:?} changed (schema or policy) after approval {} was granted; it is asked again",
+            spec.name, rec.id
+        ));
+    }
+    let approved = rec
+        .decision
+        .as_ref()
+        .and_then(|d| d.approved_hash.as_deref());
+    if approved != Some(hash_value(arguments).as_str()) {
+        return Err(format!(
+            "the arguments came out differently when the call was checked again (a hidden argument or a resolver gave another value) than under approval {}; it is asked again",
+            rec.id
+        ));
+    }
+    Ok(())
 }
 
 /// One approval request, as stored (expired ones marked so).

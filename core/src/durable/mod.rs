@@ -197,42 +197,42 @@ async fn guard(
         }
     }
 
-    // Step 8: approval.
-    let mut edited = false;
+    // Step 8: approval. A decided call arrives here with the approved arguments gone
+    // through every earlier step again (see `approved_input`); the decision covers it only
+    // if they came out as approved under the same spec, else it is asked again.
+    let mut reask = None;
     if let Some(rec) = &d.approved {
-        let decision = rec.decision.as_ref();
-        let args = decision.and_then(|x| x.approved_arguments.clone());
-        let hash = decision.and_then(|x| x.approved_hash.clone());
-        match (args, hash) {
-            (Some(args), Some(hash)) if hash_value(&args) == hash => {
-                edited = rec.status == ApprovalStatus::Edited;
-                job.arguments = args;
-                result.approval = Some(Box::new(rec.info()));
-            }
-            _ => {
-                result.envelope = Envelope::error(
-                    ErrorCode::InternalError,
-                    "the approved arguments do not match their recorded hash; the call was not run",
-                );
-                return false;
-            }
+        match approval::still_covers(rec, &tool.spec, &job.arguments) {
+            Ok(()) => result.approval = Some(Box::new(rec.info())),
+            Err(why) => reask = Some(why),
         }
-    } else {
-        let (needed, why) = approval::needs_approval(
-            policy,
-            &d.shared.rules,
-            d.shared.predicate.as_ref(),
-            || ApprovalQuery {
-                tool: tool.spec.name.clone(),
-                arguments: job.arguments.clone(),
-                caller: caller.clone(),
-                risk: policy.risk,
-            },
-            job.host.clone(),
-        )
-        .await;
+    }
+    if d.approved.is_none() || reask.is_some() {
+        let (needed, why) = match reask {
+            Some(why) => (true, Some(why)),
+            None => {
+                approval::needs_approval(
+                    policy,
+                    &d.shared.rules,
+                    d.shared.predicate.as_ref(),
+                    || ApprovalQuery {
+                        tool: tool.spec.name.clone(),
+                        arguments: job.arguments.clone(),
+                        caller: caller.clone(),
+                        risk: policy.risk,
+                    },
+                    job.host.clone(),
+                )
+                .await
+            }
+        };
+        let preferred = if needed && d.approved.is_none() {
+            Preference::find(store, &caller, &tool.spec.name, &job.arguments).await
+        } else {
+            Ok(None)
+        };
         if needed {
-            match Preference::find(store, &caller, &tool.spec.name, &job.arguments).await {
+            match preferred {
                 Ok(Some(pref)) => {
                     result.approval = Some(Box::new(ApprovalInfo {
                         id: None,
@@ -253,10 +253,9 @@ async fn guard(
                 Ok(None) => {
                     match approval::request(
                         store,
-                        policy,
+                        &tool.spec,
                         &d.run_id,
                         &job.id,
-                        &tool.spec.name,
                         &job.arguments,
                         &caller,
                     )
@@ -281,19 +280,8 @@ async fn guard(
         }
     }
 
-    // Step 7, second half: claim the key (recomputed when an edit changed the arguments).
-    let final_key = if edited {
-        match key(&job.arguments) {
-            Ok(k) => k,
-            Err(e) => {
-                result.envelope = Envelope::Error(e);
-                return false;
-            }
-        }
-    } else {
-        first_key
-    };
-    if let Some(k) = final_key {
+    // Step 7, second half: claim the key.
+    if let Some(k) = first_key {
         let fingerprint = hash_value(&job.arguments);
         let ttl = policy.idempotency.ttl_ms;
         match idempotency::begin(
@@ -320,6 +308,17 @@ async fn guard(
         }
     }
     true
+}
+
+/// Before step 3 of a call whose approval was decided: its input becomes the approved (or
+/// edited) arguments, so they pass every guard again (hidden arguments re-derived from the
+/// caller who asked, resolvers, schema, access, the policy hook, rate limits) before step 8
+/// lets them run. `Err` when the stored decision no longer matches its hash.
+pub fn approved_input(d: &CallDurable, job: &mut Job) -> Result<(), ToolError> {
+    if let Some(rec) = &d.approved {
+        job.arguments = approval::approved_input(rec, &job.tool.spec)?;
+    }
+    Ok(())
 }
 
 /// Records what the call came to: its idempotency record, and in a resumed run, its
