@@ -73,12 +73,17 @@ export class Engine {
    *   same file), `approvalRules` (`{minRisk}`), `approvalPredicate` (`({tool, arguments,
    *   caller, risk}) => boolean`, may be async: true when the call needs a human decision; a
    *   throw or a non-boolean counts as true) and `externalExpiryMs` (how long client-side
-   *   calls wait for a result).
+   *   calls wait for a result). Tamper evidence: `sealKey` (a Uint8Array, or a string:
+   *   `'env:NAME'`, `'file:PATH'`, `'hex:HEX'` or the key itself; at least 32 bytes) seals
+   *   the audit chain and stored approval decisions with HMAC-SHA256; `auditAnchor` (a path,
+   *   out of band) receives the log's head after every commit, so a cut log is detected.
    */
   constructor(options = undefined) {
-    const { policyHook, resolvers, approvalPredicate, ...rest } = options ?? {}
+    const { policyHook, resolvers, approvalPredicate, sealKey, ...rest } = options ?? {}
     /** @type {Record<string, any>} */
     const native = { ...rest }
+    if (sealKey instanceof Uint8Array) native.sealKey = `hex:${Buffer.from(sealKey).toString('hex')}`
+    else if (sealKey !== undefined) native.sealKey = sealKey
     if (approvalPredicate !== undefined && approvalPredicate !== null) {
       if (typeof approvalPredicate !== 'function') throw new TypeError('options.approvalPredicate must be a function')
       this.#dispatcher.predicate = approvalPredicate

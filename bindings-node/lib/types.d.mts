@@ -426,6 +426,13 @@ export interface EngineOptions {
   approvalPredicate?: (query: ApprovalQuery) => boolean | Promise<boolean>
   /** How long client-side calls wait for a submitted result (default 24 h). */
   externalExpiryMs?: number
+  /**
+   * The app's secret (at least 32 bytes) sealing the audit chain and stored approval decisions
+   * with HMAC-SHA256: bytes, or `'env:NAME'`, `'file:PATH'`, `'hex:HEX'` or the key itself.
+   */
+  sealKey?: Uint8Array | string | null
+  /** Where the audit log's head is written after every commit, out of band (a file-backed log). */
+  auditAnchor?: string | null
 }
 
 /** One violation found by a handler's own validation: where, and what is wrong. */

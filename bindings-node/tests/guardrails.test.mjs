@@ -88,3 +88,29 @@ test('every call is audited, refusals included, on an intact hash chain', async 
   await assert.rejects(new Engine().audit(), /no audit log/)
   assert.ok(e.telemetry())
 })
+
+test('a sealed, anchored audit log catches records cut off its end', async () => {
+  const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const dir = mkdtempSync(join(tmpdir(), 'tooljig-seal-'))
+  try {
+    const log = join(dir, 'audit.jsonl')
+    const options = { audit: { jsonl: log }, sealKey: new Uint8Array(32).fill(7), auditAnchor: join(dir, 'audit.anchor') }
+    const e = new Engine(options).register('t', tool({ execute: () => 1 }))
+    await e.run(['a', 'b', 'c'].map((id) => ({ id, tool: 't' })), { caller: { principal: 'u1' } })
+    assert.deepEqual(await e.verifyAudit(), { records: 3, broken: null })
+    assert.throws(() => new Engine({ sealKey: 'short' }), /32 bytes/)
+    // Another key does not continue this log: its records would not verify.
+    assert.throws(() => new Engine({ ...options, sealKey: 'hex:' + '08'.repeat(32) }), /not sealed with this key|valid MAC/)
+    // The last line deleted: the chain that is left still links, the anchor says otherwise.
+    const lines = readFileSync(log, 'utf8').split('\n').filter(Boolean)
+    writeFileSync(log, lines.slice(0, 2).join('\n') + '\n')
+    const report = await e.verifyAudit()
+    assert.equal(report.broken.seq, 3)
+    assert.match(report.broken.reason, /removed from the end/)
+    assert.throws(() => new Engine(options), /removed from the end/)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -45,7 +45,9 @@ impl PyEngine {
         policy_hook = None,
         resolvers = None,
         state_store = None,
-        approval_predicate = None
+        approval_predicate = None,
+        seal_key = None,
+        audit_anchor = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -60,6 +62,8 @@ impl PyEngine {
         resolvers: Option<HashMap<String, (Py<PyAny>, bool)>>,
         state_store: Option<&Bound<'_, PyAny>>,
         approval_predicate: Option<(Py<PyAny>, bool)>,
+        seal_key: Option<&Bound<'_, PyAny>>,
+        audit_anchor: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         // The data options go to the core's one parser; only the app's callables are wired here.
         let data = [
@@ -69,6 +73,8 @@ impl PyEngine {
             ("approval_rules", approval_rules),
             ("audit", audit),
             ("state_store", state_store),
+            ("seal_key", seal_key),
+            ("audit_anchor", audit_anchor),
         ];
         let mut options = serde_json::Map::new();
         for (name, value) in data {

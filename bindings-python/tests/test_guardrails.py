@@ -170,3 +170,26 @@ def test_the_audit_log_records_every_call_and_verifies(sink: str, tmp_path: Path
         fresh = tooljig.Engine(audit=tooljig.JsonlAudit(path))
         report = fresh.verify_audit()
         assert report["broken"] is not None and report["broken"]["seq"] >= 1
+
+
+def test_a_sealed_anchored_audit_log_catches_records_cut_off_its_end(tmp_path: Path) -> None:
+    import sqlite3
+
+    db, anchor = tmp_path / "audit.db", tmp_path / "elsewhere.anchor"
+    key = b"k" * 32
+    engine = tooljig.Engine(audit=tooljig.SqliteAudit(db), seal_key=key, audit_anchor=anchor)
+    engine.register("meet", "Meets.", None, echo)
+    engine.run_sync(calls("Ada", "Bob", "Cy"), caller={"principal": "u1"})
+    assert engine.verify_audit() == {"records": 3, "broken": None}
+    del engine
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM audit_log WHERE seq = 3")
+    conn.close()
+    # Reading the log again with the key: the cut is named; the log is not continued.
+    with pytest.raises(tooljig.InvalidInputError, match="removed from the end"):
+        tooljig.Engine(audit=tooljig.SqliteAudit(db), seal_key=key, audit_anchor=anchor)
+    # Without the key (or with another) a keyed log is not continued either.
+    with pytest.raises(tooljig.InvalidInputError, match="sealed with a key"):
+        tooljig.Engine(audit=tooljig.SqliteAudit(db))
+    with pytest.raises(tooljig.InvalidInputError, match="32 bytes"):
+        tooljig.Engine(seal_key="short")

@@ -47,6 +47,7 @@ pub mod output;
 pub mod plan;
 pub mod registry;
 pub mod schema;
+pub mod seal;
 mod sqlite_wal;
 
 // Beyond one batch: provider formats, streams, the agent loop, importers.
@@ -66,7 +67,8 @@ pub use approval::{
 };
 pub use arguments::Limits;
 pub use audit::{
-    AuditEntry, AuditQuery, AuditRecord, AuditSink, JsonlAudit, MemoryAudit, Redaction, SqliteAudit,
+    AuditEntry, AuditOptions, AuditQuery, AuditRecord, AuditSink, JsonlAudit, MemoryAudit,
+    Redaction, SqliteAudit,
 };
 pub use batch::{BatchOptions, BatchResult, RollbackEntry, RollbackOutcome, RollbackReport};
 pub use cache::{CachePolicy, CacheScope};
@@ -88,6 +90,7 @@ pub use rate_limit::{RateLimit, RateLimiter, RateScope};
 pub use registry::{RegistrationError, Registry};
 pub use run::{RunRecord, RunState, RunStep};
 pub use schema::SchemaResources;
+pub use seal::SealKey;
 pub use spec::ToolSpec;
 pub use store::{MemoryStore, SqliteStore, StateStore};
 pub use telemetry::TelemetrySnapshot;

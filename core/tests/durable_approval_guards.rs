@@ -312,3 +312,81 @@ async fn an_approval_is_asked_again_when_the_tool_changed_before_it_ran() {
     );
     assert_eq!(runs.get(), 1);
 }
+
+#[tokio::test]
+async fn with_a_seal_key_a_decision_edited_or_forged_in_the_store_is_refused() {
+    let runs = Runs::default();
+    let store: Arc<dyn StateStore> = Arc::new(MemoryStore::new());
+    let key = SealKey::new("an app secret of at least thirty-two bytes").unwrap();
+    let e = engine(store.clone(), transfer_policy(), &runs).with_seal_key(key);
+    let tamper = |id: String, change: fn(&mut Value)| {
+        let store = store.clone();
+        async move {
+            let got = store.get(Namespace::Approval, &id).await.unwrap().unwrap();
+            let mut rec = got.value;
+            change(&mut rec);
+            store
+                .put(
+                    Namespace::Approval,
+                    &id,
+                    Expect::Version(got.version),
+                    rec,
+                    None,
+                )
+                .await
+                .unwrap()
+                .unwrap();
+        }
+    };
+
+    // Approved for 100; the stored arguments raised to 400 (within every guard) and
+    // their hash recomputed.
+    let (run_id, info) = ask(&e, json!({"amount": 100})).await;
+    let id = info.id.clone().unwrap();
+    e.approve(&id, &info.arguments_hash, &rita(), None)
+        .await
+        .unwrap();
+    tamper(id, |rec| {
+        let mut args = rec["decision"]["approved_arguments"].clone();
+        args["amount"] = json!(400);
+        rec["decision"]["approved_hash"] = json!(hash_value(&args));
+        rec["decision"]["approved_arguments"] = args;
+    })
+    .await;
+    let r = e.resume(&run_id).await.unwrap().results[0].clone();
+    let err = r.envelope.to_value();
+    assert_eq!(err["error"]["code"], "internal_error", "{err}");
+    assert_eq!(err["error"]["reason"], "approval_tampered");
+    assert_eq!(runs.get(), 0);
+
+    // A pending request turned into an approval in the store, by someone without the key.
+    let (run_id, info) = ask(&e, json!({"amount": 100})).await;
+    tamper(info.id.clone().unwrap(), |rec| {
+        rec["status"] = json!("approved");
+        rec["decision"] = json!({
+            "by": "rita", "at_ms": 1,
+            "approved_arguments": rec["arguments"].clone(),
+            "approved_hash": rec["arguments_hash"].clone(),
+        });
+    })
+    .await;
+    let r = e.resume(&run_id).await.unwrap().results[0].clone();
+    assert_eq!(
+        r.envelope.to_value()["error"]["reason"],
+        "approval_tampered"
+    );
+    assert_eq!(runs.get(), 0);
+
+    // Decided through the engine, it runs.
+    let (run_id, info) = ask(&e, json!({"amount": 100})).await;
+    e.approve(
+        info.id.as_deref().unwrap(),
+        &info.arguments_hash,
+        &rita(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(e.resume(&run_id).await.unwrap().results[0].envelope.is_ok());
+    assert_eq!(runs.get(), 1);
+}

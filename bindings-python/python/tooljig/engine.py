@@ -8,6 +8,7 @@ batch, and keyword arguments for policies and options.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, overload
 
@@ -59,6 +60,12 @@ class Engine(DurableRuns):
     may be ``def`` (run on a worker thread) or ``async def`` (run on the batch's event loop);
     raising :class:`ToolError` refuses the call with that error, anything else fails closed.
 
+    Tamper evidence: ``seal_key`` (bytes, or a string: ``"env:NAME"``, ``"file:PATH"``,
+    ``"hex:HEX"`` or the key itself; at least 32 bytes) seals the audit chain and stored
+    approval decisions with HMAC-SHA256, so nobody without the key can alter, forge or append
+    records, or make a decision the engine will honour; ``audit_anchor`` (a path, out of band)
+    receives the log's head after every commit, so records cut off the end are detected.
+
     Durable runs: ``state_store`` (:class:`MemoryStore`, the default, or
     :class:`SqliteStore`) keeps runs, approvals and preferences; ``approval_predicate(query)``
     (``query``: ``tool``, ``arguments``, ``caller``, ``risk``) returns whether a call needs a
@@ -79,6 +86,8 @@ class Engine(DurableRuns):
         resolvers: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
         state_store: StateStore | None = None,
         approval_predicate: Callable[[dict[str, Any]], Any] | None = None,
+        seal_key: str | bytes | None = None,
+        audit_anchor: str | os.PathLike[str] | None = None,
     ) -> None:
         if audit is not None and not isinstance(audit, (MemoryAudit, SqliteAudit, JsonlAudit)):
             raise InvalidInputError(
@@ -106,6 +115,8 @@ class Engine(DurableRuns):
             approval_predicate=_app_callable("approval_predicate", approval_predicate)
             if approval_predicate is not None
             else None,
+            seal_key=f"hex:{bytes(seal_key).hex()}" if isinstance(seal_key, (bytes, bytearray)) else seal_key,
+            audit_anchor=os.fspath(audit_anchor) if audit_anchor is not None else None,
         )
 
     @property

@@ -13,6 +13,7 @@ use crate::handler::{BoxFuture, HostData};
 use crate::policy::{Policy, Risk};
 use crate::registry::Snapshot;
 use crate::schema::arguments_envelope;
+use crate::seal::SealKey;
 use crate::spec::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -90,6 +91,10 @@ pub struct DecisionRecord {
     /// Hash of `approved_arguments`, checked again before they run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_hash: Option<String>,
+    /// HMAC under the engine's seal key over the decision and what it is bound to (see
+    /// [`seal`]); set when the engine has a key, and required then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
 }
 
 /// An approval request as stored: what will run, who asked, and the decision.
@@ -373,6 +378,7 @@ fn may_decide(record: &ApprovalRecord, approver: &Caller) -> Result<(), ToolErro
 pub async fn decide(
     store: &dyn StateStore,
     tools: &Snapshot,
+    key: Option<&SealKey>,
     approval_id: &str,
     decision: Decision,
     approver: &Caller,
@@ -432,6 +438,7 @@ pub async fn decide(
                     message: None,
                     approved_arguments: Some(rec.arguments.clone()),
                     approved_hash: Some(rec.arguments_hash.clone()),
+                    seal: None,
                 },
             )
         }
@@ -443,6 +450,7 @@ pub async fn decide(
                 message,
                 approved_arguments: None,
                 approved_hash: None,
+                seal: None,
             },
         ),
         Decision::Edit { arguments, .. } => {
@@ -492,12 +500,19 @@ pub async fn decide(
                     message: None,
                     approved_arguments: Some(arguments),
                     approved_hash: Some(hash),
+                    seal: None,
                 },
             )
         }
     };
     rec.status = status;
     rec.decision = Some(record);
+    if let Some(key) = key {
+        let tag = seal(key, &rec);
+        if let Some(d) = rec.decision.as_mut() {
+            d.seal = Some(tag);
+        }
+    }
     let won = put_as(
         store,
         Namespace::Approval,
@@ -533,12 +548,64 @@ fn changed_hidden(spec: &ToolSpec, asked: &Value, edited: &Value) -> Option<Stri
         .cloned()
 }
 
+/// The MAC that binds a decision under the app's key: the request (id, run, call, tool, who
+/// asked, the spec it was made under), the decision (status, approved arguments' hash) and
+/// who made it. Without the key nobody can make a decision the engine will honour, or move
+/// one to another call, caller or set of arguments.
+pub fn seal(key: &SealKey, rec: &ApprovalRecord) -> String {
+    key.mac(&seal_parts(rec).each_ref().map(Vec::as_slice))
+}
+
+fn seal_parts(rec: &ApprovalRecord) -> [Vec<u8>; 11] {
+    let d = rec.decision.as_ref();
+    let status = serde_json::to_string(&rec.status).unwrap_or_default();
+    let opt = |s: Option<&str>| s.unwrap_or("").as_bytes().to_vec();
+    [
+        b"tooljig-approval-decision".to_vec(),
+        rec.id.as_bytes().to_vec(),
+        rec.run_id.as_bytes().to_vec(),
+        rec.call_id.as_bytes().to_vec(),
+        rec.tool.as_bytes().to_vec(),
+        opt(rec.requested_by.principal.as_deref()),
+        opt(rec.requested_by.tenant.as_deref()),
+        opt(rec.spec_hash.as_deref()),
+        status.into_bytes(),
+        opt(d.and_then(|d| d.approved_hash.as_deref())),
+        opt(d.map(|d| d.by.as_str())),
+    ]
+}
+
 /// The arguments a decided request lets run, as the input of the call's path in the
 /// resumed pass: hidden parameters removed, for step 3 to fill again from the caller who
-/// asked. Refused when they no longer match the hash the decision recorded (the store was
-/// edited).
-pub fn approved_input(rec: &ApprovalRecord, spec: &ToolSpec) -> Result<Value, ToolError> {
+/// asked. Refused (`internal_error`, reason `approval_tampered`) when the request belongs to
+/// another run or call than `place`, when the arguments no longer match the hash the
+/// decision recorded, or, with a seal `key`, when the decision's seal does not check out:
+/// the store was edited.
+pub fn approved_input(
+    rec: &ApprovalRecord,
+    spec: &ToolSpec,
+    place: (&str, &str),
+    key: Option<&SealKey>,
+) -> Result<Value, ToolError> {
+    let tampered = |why: &str| {
+        ToolError::new(
+            ErrorCode::InternalError,
+            format!("the stored approval cannot be trusted ({why}); the call was not run"),
+        )
+        .with("reason", "approval_tampered")
+        .with("approval_id", rec.id.clone())
+    };
+    if (rec.run_id.as_str(), rec.call_id.as_str()) != place {
+        return Err(tampered("it was made for another call"));
+    }
     let decision = rec.decision.as_ref();
+    if let Some(key) = key {
+        let sealed = decision.and_then(|d| d.seal.as_deref());
+        let parts = seal_parts(rec);
+        if !sealed.is_some_and(|tag| key.verify(&parts.each_ref().map(Vec::as_slice), tag)) {
+            return Err(tampered("its seal does not match the decision"));
+        }
+    }
     let args = decision.and_then(|d| d.approved_arguments.as_ref());
     let hash = decision.and_then(|d| d.approved_hash.as_deref());
     match (args, hash) {
@@ -549,11 +616,9 @@ pub fn approved_input(rec: &ApprovalRecord, spec: &ToolSpec) -> Result<Value, To
             }
             Ok(args)
         }
-        _ => Err(ToolError::new(
-            ErrorCode::InternalError,
-            "the approved arguments do not match their recorded hash; the call was not run",
-        )
-        .with("reason", "approval_tampered")),
+        _ => Err(tampered(
+            "the approved arguments do not match their recorded hash",
+        )),
     }
 }
 

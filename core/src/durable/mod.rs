@@ -50,6 +50,8 @@ pub struct Durable {
     pub(crate) waiters: Arc<Waiters>,
     pub(crate) external_expiry_ms: u64,
     pub(crate) run_ttl_ms: u64,
+    /// Seals decisions when set (see `approval::seal`).
+    pub(crate) seal_key: Option<crate::seal::SealKey>,
 }
 
 impl Default for Durable {
@@ -63,6 +65,7 @@ impl Default for Durable {
             waiters: Default::default(),
             external_expiry_ms: DEFAULT_EXTERNAL_EXPIRY_MS,
             run_ttl_ms: DEFAULT_RUN_TTL_MS,
+            seal_key: None,
         }
     }
 }
@@ -316,7 +319,9 @@ async fn guard(
 /// lets them run. `Err` when the stored decision no longer matches its hash.
 pub fn approved_input(d: &CallDurable, job: &mut Job) -> Result<(), ToolError> {
     if let Some(rec) = &d.approved {
-        job.arguments = approval::approved_input(rec, &job.tool.spec)?;
+        let place = (&*d.run_id, &*job.id);
+        job.arguments =
+            approval::approved_input(rec, &job.tool.spec, place, d.shared.seal_key.as_ref())?;
     }
     Ok(())
 }

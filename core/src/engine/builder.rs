@@ -91,6 +91,16 @@ impl Engine {
         self
     }
 
+    /// Seals stored approval decisions with the app's secret key (HMAC-SHA256), so a
+    /// decision edited in the store, or written there by someone without the key, is
+    /// refused instead of run. Give the same key to the audit sink
+    /// ([`AuditOptions::key`](crate::audit::AuditOptions)) to seal its chain; the
+    /// `seal_key` option does both.
+    pub fn with_seal_key(mut self, key: crate::seal::SealKey) -> Self {
+        self.durable_mut().seal_key = Some(key);
+        self
+    }
+
     /// Sets the engine-wide approval rules (risk threshold).
     pub fn with_approval_rules(mut self, rules: ApprovalRules) -> Self {
         self.durable_mut().rules = rules;

@@ -38,6 +38,7 @@ impl Engine {
         approval::decide(
             self.durable.store.as_ref(),
             &tools,
+            self.durable.seal_key.as_ref(),
             approval_id,
             decision,
             approver,

@@ -17,9 +17,10 @@ use super::Engine;
 use crate::arguments::Limits;
 use crate::durable::store::{MemoryStore, SqliteStore, StateStore};
 use crate::guard::access::Settings;
-use crate::guard::audit::{AuditSink, JsonlAudit, MemoryAudit, SqliteAudit};
+use crate::guard::audit::{AuditOptions, AuditSink, JsonlAudit, MemoryAudit, SqliteAudit};
 use crate::policy::ApprovalRules;
 use crate::schema::SchemaResources;
+use crate::seal::SealKey;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -45,6 +46,13 @@ pub struct EngineOptions {
     pub audit: Option<AuditSpec>,
     /// Where durable state lives; given, every batch is a run.
     pub state_store: Option<StoreSpec>,
+    /// The app's secret that seals the audit chain and stored approval decisions
+    /// (HMAC-SHA256; `env:NAME`, `file:PATH`, `hex:HEX` or the key itself). Never written
+    /// out again.
+    #[serde(skip)]
+    pub seal_key: Option<SealKey>,
+    /// Where the audit log's head is anchored, out of band (a file-backed log only).
+    pub audit_anchor: Option<PathBuf>,
 }
 
 /// Why options were refused: which option, and what is wrong with it.
@@ -104,6 +112,22 @@ impl EngineOptions {
                     options.state_store =
                         Some(StoreSpec::parse(&value).map_err(|m| OptionsError::new(&key, m))?)
                 }
+                "seal_key" => {
+                    let spec = value.as_str().ok_or_else(|| {
+                        OptionsError::new(
+                            &key,
+                            "expected a string: env:NAME, file:PATH, hex:HEX or the key",
+                        )
+                    })?;
+                    options.seal_key =
+                        Some(SealKey::parse(spec).map_err(|m| OptionsError::new(&key, m))?)
+                }
+                "audit_anchor" => {
+                    options.audit_anchor = Some(match value.as_str() {
+                        Some(p) if !p.is_empty() => PathBuf::from(p),
+                        _ => return Err(OptionsError::new(&key, "expected a file path")),
+                    })
+                }
                 other => {
                     return Err(OptionsError::new(
                         other,
@@ -124,6 +148,8 @@ impl EngineOptions {
         "external_expiry_ms",
         "audit",
         "state_store",
+        "seal_key",
+        "audit_anchor",
     ];
 
     /// An engine set up as these options say, stores and logs opened.
@@ -144,8 +170,28 @@ impl EngineOptions {
         if let Some(ms) = self.external_expiry_ms {
             engine = engine.with_external_expiry_ms(ms);
         }
-        if let Some(audit) = self.audit {
-            engine = engine.with_audit(audit.open().map_err(|m| OptionsError::new("audit", m))?);
+        let mut audit_options = AuditOptions {
+            key: self.seal_key.clone(),
+            anchor: self.audit_anchor,
+            ..Default::default()
+        };
+        match self.audit {
+            Some(audit) => {
+                let sink = audit
+                    .open_with(std::mem::take(&mut audit_options))
+                    .map_err(|m| OptionsError::new("audit", m))?;
+                engine = engine.with_audit(sink);
+            }
+            None if audit_options.anchor.is_some() => {
+                return Err(OptionsError::new(
+                    "audit_anchor",
+                    "anchors an audit log; give one with `audit` (sqlite://PATH or jsonl://PATH)",
+                ));
+            }
+            None => {}
+        }
+        if let Some(key) = self.seal_key {
+            engine = engine.with_seal_key(key);
         }
         if let Some(store) = self.state_store {
             let store = store
@@ -264,15 +310,29 @@ impl AuditSpec {
 
     /// Opens the log.
     pub fn open(&self) -> Result<Arc<dyn AuditSink>, String> {
+        self.open_with(AuditOptions::default())
+    }
+
+    /// Opens the log with a seal key and an anchor (a file-backed log only).
+    pub fn open_with(&self, options: AuditOptions) -> Result<Arc<dyn AuditSink>, String> {
         let failed = |path: &PathBuf, e: String| format!("cannot open {}: {e}", path.display());
         Ok(match self {
-            AuditSpec::Memory => Arc::new(MemoryAudit::new()),
-            AuditSpec::Sqlite(path) => {
-                Arc::new(SqliteAudit::open(path).map_err(|e| failed(path, e.to_string()))?)
+            AuditSpec::Memory if options.anchor.is_some() => {
+                return Err(
+                    "an in-memory log cannot be anchored; anchor a sqlite:// or jsonl:// log"
+                        .into(),
+                );
             }
-            AuditSpec::Jsonl(path) => {
-                Arc::new(JsonlAudit::open(path).map_err(|e| failed(path, e.to_string()))?)
-            }
+            AuditSpec::Memory => Arc::new(match options.key {
+                Some(key) => MemoryAudit::sealed(key),
+                None => MemoryAudit::new(),
+            }),
+            AuditSpec::Sqlite(path) => Arc::new(
+                SqliteAudit::open_with(path, options).map_err(|e| failed(path, e.to_string()))?,
+            ),
+            AuditSpec::Jsonl(path) => Arc::new(
+                JsonlAudit::open_with(path, options).map_err(|e| failed(path, e.to_string()))?,
+            ),
         })
     }
 }

@@ -6,9 +6,16 @@
 //! the chain at that point.
 //! Stores keep the body byte for byte and verification hashes those bytes, so the check does
 //! not depend on how a JSON library would serialize the record again.
+//!
+//! With a [`SealKey`] the hash is HMAC-SHA256 under the key instead: without the key nobody
+//! can append a record or alter one and recompute the hashes after it. Cutting records off
+//! the end leaves a shorter chain that still links; the [`Anchor`](super::anchor::Anchor)
+//! the sink writes out of band catches that.
 
 use crate::digest::hex;
+use crate::guard::audit::anchor::Anchor;
 use crate::guard::audit::record::AuditRecord;
+use crate::seal::SealKey;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -62,9 +69,24 @@ pub fn hash_body(body: &str) -> String {
     hex(&Sha256::digest(body.as_bytes()))
 }
 
-/// The hash a record must carry.
+/// The hash a record must carry in an unkeyed chain.
 pub fn hash_of(record: &AuditRecord) -> String {
     hash_body(&body(record))
+}
+
+/// The hash of a body in a chain sealed with `key` (HMAC-SHA256), or unkeyed (SHA-256).
+pub fn seal_body(key: Option<&SealKey>, body: &str) -> String {
+    match key {
+        Some(key) => key.mac_text(body),
+        None => hash_body(body),
+    }
+}
+
+fn body_checks(key: Option<&SealKey>, body: &str, hash: &str) -> bool {
+    match key {
+        Some(key) => key.verify_text(body, hash),
+        None => hash_body(body) == hash,
+    }
 }
 
 /// The end of a chain: the next sequence number and the last hash.
@@ -74,6 +96,8 @@ pub struct Chain {
     pub next_seq: u64,
     /// The hash of the last record.
     pub last_hash: String,
+    /// The key records are sealed with; `None` for an unkeyed chain.
+    pub key: Option<SealKey>,
 }
 
 impl Default for Chain {
@@ -81,27 +105,58 @@ impl Default for Chain {
         Chain {
             next_seq: 1,
             last_hash: GENESIS.to_string(),
+            key: None,
         }
     }
 }
 
 impl Chain {
-    /// Continues a chain whose last record is `last` (none: an empty log).
+    /// Continues an unkeyed chain whose last record is `last` (none: an empty log).
     pub fn after(last: Option<(u64, String)>) -> Chain {
+        Chain::sealed_after(last, None)
+    }
+
+    /// Continues a chain sealed with `key` whose last record is `last`.
+    pub fn sealed_after(last: Option<(u64, String)>, key: Option<SealKey>) -> Chain {
         match last {
             Some((seq, hash)) => Chain {
                 next_seq: seq + 1,
                 last_hash: hash,
+                key,
             },
-            None => Chain::default(),
+            None => Chain {
+                key,
+                ..Chain::default()
+            },
         }
+    }
+
+    /// Continues the chain of a stored log whose last record has `body` and `hash`: refused
+    /// when that record was not sealed the way this chain seals (another key, or a key on
+    /// one side only), since the records written next would not verify.
+    pub fn resume(
+        last: Option<(u64, String, String)>,
+        key: Option<SealKey>,
+    ) -> Result<Chain, String> {
+        if let Some((_, body, hash)) = &last {
+            if !body_checks(key.as_ref(), body, hash) {
+                return Err(match key {
+                    Some(_) => "its last record was not sealed with this key (another key, no key, or the record was altered)".into(),
+                    None => "its last record does not match its hash: it was sealed with a key (give the key) or altered".into(),
+                });
+            }
+        }
+        Ok(Chain::sealed_after(
+            last.map(|(seq, _, hash)| (seq, hash)),
+            key,
+        ))
     }
 
     /// Links the next record, given its [`content`], and moves the end on.
     pub fn next(&mut self, content: &str) -> Link {
         let seq = self.next_seq;
         let body = splice(seq, &self.last_hash, content);
-        let hash = hash_body(&body);
+        let hash = seal_body(self.key.as_ref(), &body);
         let prev_hash = std::mem::replace(&mut self.last_hash, hash.clone());
         self.next_seq += 1;
         Link {
@@ -166,9 +221,29 @@ impl ChainReport {
 pub struct Verifier {
     expected: Chain,
     checked: u64,
+    anchor: Option<Anchor>,
+    anchor_missing: bool,
 }
 
 impl Verifier {
+    /// A verifier for a chain sealed with `key` (none: unkeyed) whose head was anchored as
+    /// `anchor` (none: no anchor to hold it to).
+    pub fn new(key: Option<SealKey>, anchor: Option<Anchor>) -> Self {
+        Verifier {
+            expected: Chain::sealed_after(None, key),
+            checked: 0,
+            anchor,
+            anchor_missing: false,
+        }
+    }
+
+    /// This verifier for a log whose anchor file is missing: a log with records then
+    /// reports it (the anchor may have been removed to hide a cut).
+    pub fn anchor_missing(mut self) -> Self {
+        self.anchor_missing = true;
+        self
+    }
+
     /// Checks the next record; `Err` is the first broken link.
     pub fn check(&mut self, record: &AuditRecord) -> Result<(), BrokenLink> {
         self.check_stored(record, &body(record))
@@ -195,10 +270,22 @@ impl Verifier {
                     .into(),
             ));
         }
-        if hash_body(body) != record.hash {
-            return Err(broken(
-                "the record's content does not match its hash: it was altered".into(),
-            ));
+        if !body_checks(self.expected.key.as_ref(), body, &record.hash) {
+            return Err(broken(match self.expected.key {
+                Some(_) => "the record's content does not match its keyed hash: it was altered, \
+                            or written by someone without the key"
+                    .into(),
+                None => "the record's content does not match its hash: it was altered".into(),
+            }));
+        }
+        if let Some(a) = &self.anchor {
+            if a.records == record.seq && a.hash != record.hash {
+                return Err(broken(
+                    "the record is not the one the anchor holds for this place: the log \
+                     was cut back and written again"
+                        .into(),
+                ));
+            }
         }
         self.expected.next_seq += 1;
         self.expected.last_hash = record.hash.clone();
@@ -206,8 +293,28 @@ impl Verifier {
         Ok(())
     }
 
-    /// The report after the records checked so far.
+    /// The report after the records checked so far; `broken` is the break found, if any.
+    /// With no break, a log shorter than its anchor is one: records were cut off the end.
     pub fn report(&self, broken: Option<BrokenLink>) -> ChainReport {
+        let broken = broken.or_else(|| {
+            if self.anchor_missing && self.checked > 0 {
+                return Some(BrokenLink {
+                    seq: 1,
+                    reason: "the log holds records but its anchor file is missing: it was \
+                             removed (perhaps to hide records cut from the end)"
+                        .into(),
+                });
+            }
+            let anchor = self.anchor.as_ref()?;
+            (self.checked < anchor.records).then(|| BrokenLink {
+                seq: self.checked + 1,
+                reason: format!(
+                    "the log ends after record {} but its anchor says {} were written: \
+                     records were removed from the end",
+                    self.checked, anchor.records
+                ),
+            })
+        });
         ChainReport {
             records: self.checked,
             broken,
@@ -215,9 +322,17 @@ impl Verifier {
     }
 }
 
-/// Verifies records given in log order.
+/// Verifies records of an unkeyed chain given in log order.
 pub fn verify<'a>(records: impl IntoIterator<Item = &'a AuditRecord>) -> ChainReport {
-    let mut v = Verifier::default();
+    verify_sealed(records, None)
+}
+
+/// Verifies records given in log order, of a chain sealed with `key` (none: unkeyed).
+pub fn verify_sealed<'a>(
+    records: impl IntoIterator<Item = &'a AuditRecord>,
+    key: Option<&SealKey>,
+) -> ChainReport {
+    let mut v = Verifier::new(key.cloned(), None);
     for r in records {
         if let Err(b) = v.check(r) {
             return v.report(Some(b));

@@ -7,7 +7,8 @@
 //! also `fsync`ed. A line cut short by a crash mid-write was never acknowledged; opening the
 //! file again removes it.
 
-use crate::guard::audit::chain::{Chain, ChainReport, Link, Verifier};
+use crate::guard::audit::chain::{Chain, ChainReport, Link};
+use crate::guard::audit::options::AuditOptions;
 use crate::guard::audit::query::AuditQuery;
 use crate::guard::audit::record::AuditRecord;
 use crate::guard::audit::sqlite::Durability;
@@ -70,6 +71,7 @@ impl Backend for JsonlBackend {
 /// Audit records in a JSON Lines file.
 pub struct JsonlAudit {
     path: PathBuf,
+    options: AuditOptions,
     writer: Writer,
 }
 
@@ -128,8 +130,15 @@ impl JsonlAudit {
         Self::open_with(path, Durability::Process)
     }
 
-    /// Opens (or creates) the log at `path` with the given durability.
-    pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, AuditError> {
+    /// Opens (or creates) the log at `path` with the given durability, or
+    /// [`AuditOptions`] (a seal key, an anchor). Refused when the log's last record was not
+    /// sealed with the given key, or the log is shorter than its anchor says.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: impl Into<AuditOptions>,
+    ) -> Result<Self, AuditError> {
+        let options = options.into();
+        let durability = options.durability;
         let path = path.as_ref().to_path_buf();
         let file = OpenOptions::new()
             .create(true)
@@ -148,10 +157,20 @@ impl JsonlAudit {
             .into_iter()
             .next_back()
             .map(|(n, r)| {
-                r.map(|(r, _)| (r.seq, r.hash))
+                r.map(|(r, body)| (r.seq, body, r.hash))
                     .map_err(|message| AuditError::Corrupt { seq: n, message })
             })
             .transpose()?;
+        let anchor = options.anchor_file();
+        if let Some(a) = &anchor {
+            a.admit(last.as_ref().map(|(seq, _, hash)| (*seq, hash.as_str())))?;
+        }
+        let chain = Chain::resume(last, options.key.clone()).map_err(|why| {
+            AuditError::Storage(format!(
+                "cannot continue the audit log {}: {why}",
+                path.display()
+            ))
+        })?;
         let writer = Writer::start(
             "tooljig-audit-jsonl",
             JsonlBackend {
@@ -159,9 +178,14 @@ impl JsonlAudit {
                 durability,
                 committed_len: keep,
             },
-            Chain::after(last),
+            chain,
+            anchor,
         )?;
-        Ok(JsonlAudit { path, writer })
+        Ok(JsonlAudit {
+            path,
+            options,
+            writer,
+        })
     }
 
     /// The file.
@@ -184,9 +208,20 @@ impl JsonlAudit {
         Ok(query.apply(&records))
     }
 
-    /// Verifies the chain of the log at `path`.
+    /// Verifies the (unkeyed, unanchored) chain of the log at `path`.
     pub fn verify_file(path: impl AsRef<Path>) -> Result<ChainReport, AuditError> {
-        let mut v = Verifier::default();
+        Self::verify_file_with(path, &AuditOptions::default())
+    }
+
+    /// Verifies the chain of the log at `path` under `options`' seal key and anchor.
+    pub fn verify_file_with(
+        path: impl AsRef<Path>,
+        options: &AuditOptions,
+    ) -> Result<ChainReport, AuditError> {
+        let mut v = match options.verifier() {
+            Ok(v) => v,
+            Err(report) => return Ok(report),
+        };
         for (n, r) in read_lines(path.as_ref())? {
             let (record, body) = match r {
                 Ok(r) => r,
@@ -225,7 +260,7 @@ impl AuditSink for JsonlAudit {
     }
 
     fn verify(&self) -> BoxFuture<Result<ChainReport, AuditError>> {
-        let path = self.path.clone();
-        Box::pin(async move { JsonlAudit::verify_file(path) })
+        let (path, options) = (self.path.clone(), self.options.clone());
+        Box::pin(async move { JsonlAudit::verify_file_with(path, &options) })
     }
 }

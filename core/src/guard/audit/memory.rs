@@ -1,11 +1,12 @@
 //! An audit sink in memory: for tests, conformance vectors and apps that forward records
 //! elsewhere themselves. Records are linked at once; nothing survives the process.
 
-use crate::guard::audit::chain::{Chain, ChainReport, verify};
+use crate::guard::audit::chain::{Chain, ChainReport, verify_sealed};
 use crate::guard::audit::query::AuditQuery;
 use crate::guard::audit::record::AuditRecord;
 use crate::guard::audit::{AuditEntry, AuditError, AuditSink};
 use crate::handler::BoxFuture;
+use crate::seal::SealKey;
 use std::sync::Mutex;
 
 /// Records in a vector, chained.
@@ -18,6 +19,13 @@ impl MemoryAudit {
     /// An empty log.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty log whose chain is sealed with `key`.
+    pub fn sealed(key: SealKey) -> Self {
+        MemoryAudit {
+            inner: Mutex::new((Chain::sealed_after(None, Some(key)), Vec::new())),
+        }
     }
 
     /// Every record so far, in log order.
@@ -58,7 +66,7 @@ impl AuditSink for MemoryAudit {
 
     fn verify(&self) -> BoxFuture<Result<ChainReport, AuditError>> {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let report = verify(&inner.1);
+        let report = verify_sealed(&inner.1, inner.0.key.as_ref());
         Box::pin(std::future::ready(Ok(report)))
     }
 }

@@ -6,27 +6,32 @@
 //! sink's own thread in batches. `Engine::run` returns only after the sink has made the
 //! batch's records durable ([`AuditSink::flush`]), so a record is never lost to a crash of
 //! the process after the call returned (see `docs/guardrails.md` for what each sink gives).
-//! Each record carries a hash chained to the previous one ([`chain`]); `verify` reports the
-//! first broken link.
+//! Each record carries a hash chained to the previous one ([`chain`]), keyed when the app
+//! gives a [`SealKey`](crate::seal::SealKey), and the head can be anchored out of band
+//! ([`anchor`]); `verify` reports the first broken link.
 
+pub mod anchor;
 pub mod chain;
 pub mod entry;
 pub mod jsonl;
 pub mod memory;
+pub mod options;
 pub mod query;
 pub mod record;
 pub mod redact;
 pub mod sqlite;
 mod writer;
 
+pub use anchor::{Anchor, AnchorFile};
 pub use chain::{BrokenLink, ChainReport};
 pub use entry::{AuditEntry, Indexed};
 pub use jsonl::JsonlAudit;
 pub use memory::MemoryAudit;
+pub use options::AuditOptions;
 pub use query::AuditQuery;
 pub use record::{AuditRecord, Outcome};
 pub use redact::Redaction;
-pub use sqlite::SqliteAudit;
+pub use sqlite::{Durability, SqliteAudit};
 
 use crate::handler::BoxFuture;
 

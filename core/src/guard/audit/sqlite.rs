@@ -6,7 +6,8 @@
 //! last commits. [`Durability::Os`] (`synchronous = FULL`) survives those too, at the cost
 //! of an fsync per batch.
 
-use crate::guard::audit::chain::{Chain, ChainReport, Link, Verifier};
+use crate::guard::audit::chain::{Chain, ChainReport, Link};
+use crate::guard::audit::options::AuditOptions;
 use crate::guard::audit::query::AuditQuery;
 use crate::guard::audit::record::AuditRecord;
 use crate::guard::audit::writer::{Backend, Writer};
@@ -113,6 +114,7 @@ impl Backend for SqliteBackend {
 /// Audit records in one SQLite file.
 pub struct SqliteAudit {
     path: PathBuf,
+    options: AuditOptions,
     writer: Writer,
 }
 
@@ -130,11 +132,17 @@ impl SqliteAudit {
         Self::open_with(path, Durability::Process)
     }
 
-    /// Opens (or creates) the log at `path` with the given durability.
-    pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, AuditError> {
+    /// Opens (or creates) the log at `path` with the given durability, or
+    /// [`AuditOptions`] (a seal key, an anchor). Refused when the log's last record was not
+    /// sealed with the given key, or the log is shorter than its anchor says.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: impl Into<AuditOptions>,
+    ) -> Result<Self, AuditError> {
+        let options = options.into();
         let path = path.as_ref().to_path_buf();
         let mut conn = connect(&path, OpenFlags::default())?;
-        let sync = match durability {
+        let sync = match options.durability {
             Durability::Process => "NORMAL",
             Durability::Os => "FULL",
         };
@@ -149,24 +157,45 @@ impl SqliteAudit {
             .map_err(AuditError::Storage)?;
         let last = conn
             .query_row(
-                "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1",
+                "SELECT seq, record, hash FROM audit_log ORDER BY seq DESC LIMIT 1",
                 [],
-                |row| Ok((row.get::<_, i64>(0)? as u64, row.get::<_, String>(1)?)),
+                |row| {
+                    Ok((
+                        row.get::<_, i64>(0)? as u64,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
+                },
             )
             .map(Some)
             .or_else(|e| match e {
                 rusqlite::Error::QueryReturnedNoRows => Ok(None),
                 e => Err(storage(e)),
             })?;
+        let anchor = options.anchor_file();
+        if let Some(a) = &anchor {
+            a.admit(last.as_ref().map(|(seq, _, hash)| (*seq, hash.as_str())))?;
+        }
+        let chain = Chain::resume(last, options.key.clone()).map_err(|why| {
+            AuditError::Storage(format!(
+                "cannot continue the audit log {}: {why}",
+                path.display()
+            ))
+        })?;
         let writer = Writer::start(
             "tooljig-audit-sqlite",
             SqliteBackend {
                 conn,
                 in_transaction: false,
             },
-            Chain::after(last),
+            chain,
+            anchor,
         )?;
-        Ok(SqliteAudit { path, writer })
+        Ok(SqliteAudit {
+            path,
+            options,
+            writer,
+        })
     }
 
     /// The file.
@@ -219,15 +248,28 @@ impl SqliteAudit {
         Ok(out)
     }
 
-    /// Verifies the chain of the log at `path`, and that each row's indexed columns agree
-    /// with its record (so a query cannot be fooled by editing a column alone).
+    /// Verifies the (unkeyed, unanchored) chain of the log at `path`: see
+    /// [`SqliteAudit::verify_file_with`].
     pub fn verify_file(path: impl AsRef<Path>) -> Result<ChainReport, AuditError> {
+        Self::verify_file_with(path, &AuditOptions::default())
+    }
+
+    /// Verifies the chain of the log at `path` under `options`' seal key and anchor, and
+    /// that each row's indexed columns agree with its record (so a query cannot be fooled by
+    /// editing a column alone).
+    pub fn verify_file_with(
+        path: impl AsRef<Path>,
+        options: &AuditOptions,
+    ) -> Result<ChainReport, AuditError> {
+        let mut v = match options.verifier() {
+            Ok(v) => v,
+            Err(report) => return Ok(report),
+        };
         let conn = connect(path.as_ref(), OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         let mut stmt = conn
             .prepare(&format!("SELECT {COLUMNS} FROM audit_log ORDER BY seq ASC"))
             .map_err(storage)?;
         let mut rows = stmt.query([]).map_err(storage)?;
-        let mut v = Verifier::default();
         while let Some(row) = rows.next().map_err(storage)? {
             let Row {
                 record,
@@ -329,7 +371,7 @@ impl AuditSink for SqliteAudit {
     }
 
     fn verify(&self) -> BoxFuture<Result<ChainReport, AuditError>> {
-        let path = self.path.clone();
-        blocking(move || SqliteAudit::verify_file(path))
+        let (path, options) = (self.path.clone(), self.options.clone());
+        blocking(move || SqliteAudit::verify_file_with(path, &options))
     }
 }

@@ -8,6 +8,7 @@
 //! channel, so it is answered only after every record sent before it is committed: callers
 //! that await it get group commit for free.
 
+use crate::guard::audit::anchor::AnchorFile;
 use crate::guard::audit::chain::{Chain, Link};
 use crate::guard::audit::{AuditEntry, AuditError};
 use std::sync::mpsc;
@@ -48,16 +49,18 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// Starts the thread over `backend`, continuing `chain`.
+    /// Starts the thread over `backend`, continuing `chain`; after every commit it replaces
+    /// `anchor` with the new head.
     pub(crate) fn start<B: Backend>(
         name: &str,
         backend: B,
         chain: Chain,
+        anchor: Option<AnchorFile>,
     ) -> Result<Writer, AuditError> {
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || run(backend, chain, rx))
+            .spawn(move || run(backend, chain, anchor, rx))
             .map_err(|e| AuditError::Storage(format!("cannot start the audit writer: {e}")))?;
         Ok(Writer {
             tx: Some(tx),
@@ -134,7 +137,12 @@ impl Chunks {
     }
 }
 
-fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
+fn run<B: Backend>(
+    mut backend: B,
+    mut chain: Chain,
+    anchor: Option<AnchorFile>,
+    rx: mpsc::Receiver<Msg>,
+) {
     // Records written into the open unit but not committed, kept to retry after a failure,
     // and the chain as it was when the unit opened.
     let mut open = Chunks::default();
@@ -199,6 +207,13 @@ fn run<B: Backend>(mut backend: B, mut chain: Chain, rx: mpsc::Receiver<Msg>) {
             outcome = backend.commit();
             if outcome.is_ok() {
                 open.clear();
+                if let Some(anchor) = &anchor {
+                    // The records are durable either way; a lagging anchor only holds the
+                    // log to an earlier head, which `verify` still checks.
+                    if let Err(e) = anchor.write(chain.next_seq - 1, &chain.last_hash) {
+                        tracing::error!(target: "tooljig::audit", error = %e, "the audit anchor was not replaced");
+                    }
+                }
             }
         }
         if let Err(e) = &outcome {

@@ -1,0 +1,72 @@
+//! How a file-backed audit sink is opened: durability, seal key, anchor.
+
+use crate::guard::audit::chain::{BrokenLink, ChainReport, Verifier};
+use crate::guard::audit::sqlite::Durability;
+use crate::seal::SealKey;
+use std::path::PathBuf;
+
+/// How a file-backed sink ([`SqliteAudit`](super::SqliteAudit),
+/// [`JsonlAudit`](super::JsonlAudit)) is opened. The default is unkeyed, unanchored, and
+/// durable against a crash of the process.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditOptions {
+    /// What a committed record survives.
+    pub durability: Durability,
+    /// Seals the chain with HMAC-SHA256 under this key: nobody without it can append or
+    /// alter records undetected.
+    pub key: Option<SealKey>,
+    /// Where the log's head is written after every commit, out of band, so `verify` (and
+    /// the next open) detects records cut off the end.
+    pub anchor: Option<PathBuf>,
+}
+
+impl From<Durability> for AuditOptions {
+    fn from(durability: Durability) -> Self {
+        AuditOptions {
+            durability,
+            ..Default::default()
+        }
+    }
+}
+
+impl AuditOptions {
+    /// These options with the chain sealed under `key`.
+    pub fn key(mut self, key: SealKey) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// These options with the head anchored at `path`.
+    pub fn anchor(mut self, path: impl Into<PathBuf>) -> Self {
+        self.anchor = Some(path.into());
+        self
+    }
+
+    /// The anchor file, when one is set.
+    pub(crate) fn anchor_file(&self) -> Option<super::anchor::AnchorFile> {
+        self.anchor.as_ref().map(|p| {
+            super::anchor::AnchorFile::new(p, self.key.clone(), self.durability == Durability::Os)
+        })
+    }
+
+    /// A verifier for a log opened with these options: the key, and the anchor as its file
+    /// holds it now. `Err` is the report when the anchor itself does not hold (altered,
+    /// forged, unreadable).
+    pub(crate) fn verifier(&self) -> Result<Verifier, ChainReport> {
+        let anchor = match self.anchor_file().map(|a| a.read()).transpose() {
+            Ok(a) => a.flatten(),
+            Err(e) => {
+                return Err(ChainReport {
+                    records: 0,
+                    broken: Some(BrokenLink {
+                        seq: 0,
+                        reason: e.to_string(),
+                    }),
+                });
+            }
+        };
+        let missing = self.anchor.is_some() && anchor.is_none();
+        let v = Verifier::new(self.key.clone(), anchor);
+        Ok(if missing { v.anchor_missing() } else { v })
+    }
+}
