@@ -143,7 +143,13 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
         let failure = match outcome {
             Ok(Ok(data)) => break check_output(&job.tool, data),
             Ok(Err(HandlerError::Needs(fields))) => break Envelope::Needs(fields),
-            Ok(Err(HandlerError::Tool(err))) => err,
+            Ok(Err(HandlerError::Tool(err))) => {
+                let (err, note) = crate::output::bounded_error(err);
+                if note.is_some() {
+                    result.detail = note;
+                }
+                err
+            }
             Ok(Err(HandlerError::Unexpected { detail })) => {
                 result.detail = Some(detail);
                 ToolError::new(ErrorCode::InternalError, UNEXPECTED_MESSAGE)

@@ -24,6 +24,7 @@
 pub mod batch;
 pub mod call;
 pub mod caller;
+pub mod depth;
 pub mod digest;
 pub mod envelope;
 pub mod error_code;

@@ -1,5 +1,6 @@
 //! Step 10: what a tool returned, checked against its size limit and output schema.
 
+use crate::depth;
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::policy::OversizeOutput;
@@ -10,8 +11,18 @@ use serde_json::Value;
 /// The marker appended to a truncated output.
 pub const TRUNCATION_MARKER: &str = "…[truncated by tooljig:";
 
-/// Checks data against the tool's output schema and size limit.
+/// Checks data against the tool's output schema and size limit, and that it nests no
+/// deeper than [`depth::MAX_DEPTH`] (deeper data could be stored but never read back).
 pub fn check_output(tool: &RegisteredTool, data: Value) -> Envelope {
+    if depth::deeper_than(&data, depth::MAX_DEPTH) {
+        return Envelope::Error(ToolError::new(
+            ErrorCode::InvalidOutput,
+            format!(
+                "the tool returned data nested deeper than {} levels; flatten it",
+                depth::MAX_DEPTH
+            ),
+        ));
+    }
     if let Some(schema) = &tool.output {
         let problems = problems(schema.check(&data));
         if !problems.is_empty() {
@@ -78,4 +89,23 @@ fn problems(v: Verdict) -> Vec<String> {
             })
             .collect(),
     }
+}
+
+/// An error from app code (a handler, a client) as it may be stored: details nested deeper
+/// than [`depth::MAX_DEPTH`] are dropped (the code and message stay), with a note for the
+/// app saying so.
+pub fn bounded_error(mut error: ToolError) -> (ToolError, Option<String>) {
+    if error
+        .details
+        .values()
+        .any(|v| depth::deeper_than(v, depth::MAX_DEPTH - 1))
+    {
+        error.details.clear();
+        let note = format!(
+            "the error's details nested deeper than {} levels and were dropped",
+            depth::MAX_DEPTH
+        );
+        return (error, Some(note));
+    }
+    (error, None)
 }

@@ -139,11 +139,7 @@ async fn a_forged_record_is_caught_whether_appended_or_recomputed() {
         .unwrap();
     let content = format!(
         "{{{}",
-        last_record
-            .split_once("\"prev_hash\":\"")
-            .unwrap()
-            .1[65..]
-            .trim_start_matches(',')
+        last_record.split_once("\"prev_hash\":\"").unwrap().1[65..].trim_start_matches(',')
     );
     let body = splice(11, &last_hash, &content);
     conn.execute(

@@ -141,3 +141,72 @@ async fn a_panic_outside_the_handler_ends_that_call_alone_as_internal_error() {
         "a neighbour and its dependent run on"
     );
 }
+
+fn nested(levels: usize) -> Value {
+    (0..levels).fold(json!("bottom"), |v, _| json!({"down": v}))
+}
+
+/// Whatever is accepted is readable: data and error details nested too deep to read back are
+/// refused where they enter, so retries, run records, audit queries and `verify` still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_nested_too_deep_to_read_back_is_refused_and_everything_stays_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = EngineOptions::from_value(json!({
+        "state_store": format!("sqlite://{}", dir.path().join("state.db").display()),
+        "audit": format!("sqlite://{}", dir.path().join("audit.db").display()),
+    }))
+    .and_then(EngineOptions::build)
+    .unwrap();
+    let spec = ToolSpec::from_value(json!({"name": "deep",
+        "policy": {"effect": "write", "idempotency": {"mode": "key"}}}))
+    .unwrap();
+    engine
+        .register(Tool::new(
+            spec,
+            handler_fn(|args: Value, _| async move {
+                let n = args["levels"].as_u64().unwrap() as usize;
+                if args["fail"] == true {
+                    return Err(HandlerError::Tool(
+                        ToolError::new(ErrorCode::Conflict, "deep details").with("why", nested(n)),
+                    ));
+                }
+                Ok(nested(n))
+            }),
+        ))
+        .unwrap();
+    let call = |id: &str, levels: usize, fail: bool| {
+        Call::new(id, "deep", json!({"levels": levels, "fail": fail}))
+            .idempotency_key(format!("k-{id}"))
+    };
+    let run = || {
+        engine.run(
+            vec![
+                call("d150", 150, false),
+                call("d99", 99, false),
+                call("e150", 150, true),
+            ],
+            Caller::principal("u1"),
+            BatchOptions::default(),
+        )
+    };
+    let out = run().await;
+    let code = |out: &BatchResult, id: &str| out.get(id).unwrap().envelope.code();
+    assert_eq!(code(&out, "d150"), Some(ErrorCode::InvalidOutput));
+    assert!(out.get("d99").unwrap().envelope.is_ok());
+    let e150 = out.get("e150").unwrap();
+    assert_eq!(code(&out, "e150"), Some(ErrorCode::Conflict));
+    assert!(e150.detail.as_deref().unwrap().contains("dropped"));
+    // A retry replays what was stored, rather than failing to read it.
+    let again = run().await;
+    assert_eq!(code(&again, "d150"), Some(ErrorCode::InvalidOutput));
+    assert!(again.get("d99").unwrap().replayed);
+    assert!(again.get("d99").unwrap().envelope.is_ok());
+    let record = engine
+        .run_record(out.run_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert!(record.is_some());
+    let audit = engine.audit().unwrap();
+    assert_eq!(audit.query(AuditQuery::all()).await.unwrap().len(), 6);
+    assert!(audit.verify().await.unwrap().is_intact());
+}

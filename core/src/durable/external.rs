@@ -254,7 +254,18 @@ pub async fn submit_result(
                 ));
             }
         },
-        Err(e) => Envelope::Error(e),
+        Err(e) => match crate::output::bounded_error(e) {
+            (_, Some(why)) => {
+                return Err(refuse(
+                    ErrorCode::InvalidRequest,
+                    "invalid_result",
+                    format!(
+                        "the submitted error is refused: {why}; submit it with flatter details"
+                    ),
+                ));
+            }
+            (e, None) => Envelope::Error(e),
+        },
     };
     rec.status = ExternalStatus::Submitted;
     rec.envelope = Some(envelope.clone());

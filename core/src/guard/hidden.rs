@@ -293,7 +293,9 @@ pub async fn apply(
                 )
                 .into());
             }
-            Err(HandlerError::Tool(e)) => return Err(Envelope::Error(e).into()),
+            Err(HandlerError::Tool(e)) => {
+                return Err(Envelope::Error(crate::output::bounded_error(e).0).into());
+            }
             Err(HandlerError::Needs(fields)) => return Err(Envelope::Needs(fields).into()),
             Err(HandlerError::Unexpected { detail }) => {
                 return Err(Refusal {

@@ -141,7 +141,7 @@ pub async fn authorize(guards: &Guards, job: &mut Job, result: &mut CallResult) 
         let envelope = match hook.check(request, job.host.clone()).await {
             Ok(d) if d.allow => None,
             Ok(d) => Some(Envelope::Error(access::denial(&job.tool.spec.name, d))),
-            Err(HandlerError::Tool(e)) => Some(Envelope::Error(e)),
+            Err(HandlerError::Tool(e)) => Some(Envelope::Error(crate::output::bounded_error(e).0)),
             Err(HandlerError::Needs(fields)) => Some(Envelope::Needs(fields)),
             Err(HandlerError::Unexpected { detail }) => {
                 Some(unexpected(result, format!("policy hook failed: {detail}")))
