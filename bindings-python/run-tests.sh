@@ -19,6 +19,13 @@ if ! cmp -s "$here/requirements-test.txt" "$stamp" 2>/dev/null; then
   cp "$here/requirements-test.txt" "$stamp"
 fi
 
+# The extension links the system's SQLite (the one Python's `sqlite3` loads): its headers.
+if [ ! -f /usr/include/sqlite3.h ]; then
+  echo "== installing libsqlite3-dev (the extension links the SQLite Python uses)"
+  if [ "$(id -u)" = 0 ]; then apt-get install -y -q libsqlite3-dev >/dev/null
+  else sudo apt-get install -y -q libsqlite3-dev >/dev/null; fi
+fi
+
 # Debug build into the workspace target dir, installed into the venv in editable mode (the
 # first time; afterwards only the extension module is rebuilt in place).
 export CARGO_TERM_COLOR=never

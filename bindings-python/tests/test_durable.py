@@ -376,3 +376,45 @@ async def test_an_edit_passes_every_guard_again() -> None:
     done = (await engine.resume(run_id)).get("t")
     assert done is not None and done.envelope == {"ok": True, "data": {"amount": 400, "account": "alice"}}
     assert ran == [{"amount": 400, "account": "alice"}]
+
+
+def test_reading_the_files_with_pythons_own_sqlite3_loses_nothing(tmp_path: Path) -> None:
+    """The state store and the audit log are plain SQLite files apps read with ``sqlite3``.
+    Two copies of SQLite in one process would let the app's connection, on close, delete the
+    write-ahead log under tooljig's open one; tooljig links the SQLite Python itself uses."""
+    import sqlite3
+
+    runs: list[int] = []
+    state, audit = tmp_path / "state.db", tmp_path / "audit.db"
+    engine = tooljig.Engine(state_store=tooljig.SqliteStore(state), audit=tooljig.SqliteAudit(audit))
+    engine.register(
+        "charge", "Charges.", None, lambda args: runs.append(args["n"]) or args,
+        effect="write", idempotency={"mode": "key"},
+    )
+
+    def charge(n: int) -> None:
+        out = engine.run_sync(
+            [{"id": f"c{n}", "tool": "charge", "arguments": {"n": n}, "idempotency_key": f"charge-{n}"}],
+            caller=ALICE,
+        )
+        assert out.results[0].envelope["ok"], out.results[0].envelope
+
+    for n in range(3):
+        charge(n)
+        for path in (state, audit):
+            conn = sqlite3.connect(path)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            conn.close()
+    for n in range(3):
+        charge(n)
+    assert runs == [0, 1, 2], "a finished idempotent call ran again"
+    with sqlite3.connect(audit) as conn:
+        assert conn.execute("SELECT count(*) FROM audit_log").fetchone()[0] == 6
+    conn.close()
+    assert engine.verify_audit() == {"records": 6, "broken": None}
+    del engine
+    fresh = tooljig.Engine(state_store=tooljig.SqliteStore(state))
+    fresh.register("charge", "Charges.", None, lambda args: runs.append(args["n"]) or args,
+                   effect="write", idempotency={"mode": "key"})
+    out = fresh.run_sync([{"id": "c1", "tool": "charge", "arguments": {"n": 1}, "idempotency_key": "charge-1"}], caller=ALICE)
+    assert out.results[0].replayed and runs == [0, 1, 2]

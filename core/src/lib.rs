@@ -49,7 +49,7 @@ pub mod plan;
 pub mod registry;
 pub mod schema;
 pub mod seal;
-mod sqlite_wal;
+mod sqlite;
 
 // Beyond one batch: provider formats, streams, the agent loop, importers.
 pub mod agent;

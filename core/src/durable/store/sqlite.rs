@@ -52,13 +52,10 @@ impl SqliteStore {
 
     fn setup(conn: Connection) -> Result<Self, StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
-        // journal_mode answers with a row, so it is read rather than executed.
-        let _mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(err)?;
-        conn.execute_batch(
-            "PRAGMA synchronous = FULL;
-             CREATE TABLE IF NOT EXISTS tooljig_state (
+        crate::sqlite::set_up(
+            &conn,
+            "PRAGMA synchronous = FULL;",
+            "CREATE TABLE IF NOT EXISTS tooljig_state (
                  ns TEXT NOT NULL,
                  key TEXT NOT NULL,
                  version INTEGER NOT NULL,

@@ -60,6 +60,7 @@ fn connect(path: &Path, flags: OpenFlags) -> Result<Connection, AuditError> {
 struct SqliteBackend {
     conn: Connection,
     in_transaction: bool,
+    checkpointer: crate::sqlite::checkpoint::Checkpointer,
 }
 
 impl Backend for SqliteBackend {
@@ -99,6 +100,7 @@ impl Backend for SqliteBackend {
         if self.in_transaction {
             self.conn.execute_batch("COMMIT").map_err(storage)?;
             self.in_transaction = false;
+            self.checkpointer.after_commit();
         }
         Ok(())
     }
@@ -149,14 +151,16 @@ impl SqliteAudit {
         // 16 KiB pages (set before the first table; an existing file keeps its own): a record
         // is about 600 bytes, and with 4 KiB pages the writer spent a tenth more time, most of
         // it in the kernel, writing WAL frames and checkpointing them (BENCHMARKS.md).
-        conn.execute_batch(&format!(
-            "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; {SCHEMA}"
-        ))
+        crate::sqlite::set_up(
+            &conn,
+            &format!("PRAGMA page_size = 16384; PRAGMA synchronous = {sync};"),
+            SCHEMA,
+        )
         .map_err(storage)?;
-        crate::sqlite_wal::checkpoint_in_background(&mut conn, &path)
+        let checkpointer = crate::sqlite::checkpoint::checkpoint_in_background(&mut conn, &path)
             .map_err(AuditError::Storage)?;
-        let last = conn
-            .query_row(
+        let last = crate::sqlite::patiently(|| {
+            conn.query_row(
                 "SELECT seq, record, hash FROM audit_log ORDER BY seq DESC LIMIT 1",
                 [],
                 |row| {
@@ -170,8 +174,10 @@ impl SqliteAudit {
             .map(Some)
             .or_else(|e| match e {
                 rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                e => Err(storage(e)),
-            })?;
+                e => Err(e),
+            })
+        })
+        .map_err(storage)?;
         let anchor = options.anchor_file();
         if let Some(a) = &anchor {
             a.admit(last.as_ref().map(|(seq, _, hash)| (*seq, hash.as_str())))?;
@@ -187,6 +193,7 @@ impl SqliteAudit {
             SqliteBackend {
                 conn,
                 in_transaction: false,
+                checkpointer,
             },
             chain,
             anchor,

@@ -21,9 +21,45 @@ const CHECKPOINT_PAGES: i32 = 1000;
 /// transactions, copies the few pages left so the next transaction starts the log over.
 const WRITER_CHECKPOINT_PAGES: i32 = 4 * CHECKPOINT_PAGES;
 
+thread_local! {
+    /// Pages in the log after this thread's last commit, as the WAL hook reported them. The
+    /// hook is a plain function (it can capture nothing), and it runs on the committing
+    /// thread, inside the commit; the writer reads the count right after.
+    static LOG_PAGES: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
+
+fn on_commit(wal: &rusqlite::hooks::Wal, pages: i32) -> rusqlite::Result<()> {
+    if pages >= WRITER_CHECKPOINT_PAGES {
+        // Busy when the checkpointer is at work: the next commit tries again.
+        let _ = wal.checkpoint_v2(rusqlite::hooks::CheckpointMode::PASSIVE);
+    }
+    LOG_PAGES.with(|p| p.set(pages));
+    Ok(())
+}
+
+/// The background checkpointer of one connection; call [`Checkpointer::after_commit`] on the
+/// connection's thread after each commit.
+#[derive(Debug)]
+pub(crate) struct Checkpointer {
+    tx: mpsc::SyncSender<()>,
+}
+
+impl Checkpointer {
+    /// Asks for a checkpoint when the commit just made left the log long enough.
+    pub(crate) fn after_commit(&self) {
+        if LOG_PAGES.with(|p| p.replace(0)) >= CHECKPOINT_PAGES {
+            // Full: a checkpoint is already asked for; it will see these pages too.
+            let _ = self.tx.try_send(());
+        }
+    }
+}
+
 /// Replaces `conn`'s automatic checkpoints with ones run by a background thread over its own
-/// connection to `path`. The thread ends when `conn` is closed.
-pub(crate) fn checkpoint_in_background(conn: &mut Connection, path: &Path) -> Result<(), String> {
+/// connection to `path`. The thread ends when the returned checkpointer is dropped.
+pub(crate) fn checkpoint_in_background(
+    conn: &mut Connection,
+    path: &Path,
+) -> Result<Checkpointer, String> {
     let checkpointer = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
         .map_err(|e| e.to_string())?;
     checkpointer
@@ -31,9 +67,9 @@ pub(crate) fn checkpoint_in_background(conn: &mut Connection, path: &Path) -> Re
         .map_err(|e| e.to_string())?;
     // A connection finds the database in WAL mode on its first read; until then a
     // checkpoint does nothing.
-    let mode: String = checkpointer
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .map_err(|e| e.to_string())?;
+    let mode: String =
+        super::patiently(|| checkpointer.query_row("PRAGMA journal_mode", [], |r| r.get(0)))
+            .map_err(|e| e.to_string())?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(format!("the database is in {mode} mode, not WAL"));
     }
@@ -44,27 +80,17 @@ pub(crate) fn checkpoint_in_background(conn: &mut Connection, path: &Path) -> Re
             while rx.recv().is_ok() {
                 // PASSIVE never waits for the writer; what it cannot copy now, a later
                 // round does. A failure leaves the log longer, never loses data.
-                if let Err(e) = checkpointer.wal_checkpoint_v2(
-                    Some(rusqlite::MAIN_DB),
-                    rusqlite::wal::CheckpointMode::PASSIVE,
-                ) {
+                if let Err(e) =
+                    checkpointer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                {
                     tracing::warn!(target: "tooljig::sqlite", error = %e, "WAL checkpoint failed");
                 }
             }
         })
         .map_err(|e| format!("cannot start the checkpointer: {e}"))?;
     // Registering a hook replaces SQLite's automatic checkpoint, which is a hook too.
-    conn.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages: i32| {
-        if pages >= WRITER_CHECKPOINT_PAGES {
-            // Busy when the checkpointer is at work: the next commit tries again.
-            let _ = wal.checkpoint_v2(rusqlite::wal::CheckpointMode::PASSIVE);
-        } else if pages >= CHECKPOINT_PAGES {
-            // Full: a checkpoint is already asked for; it will see these pages too.
-            let _ = tx.try_send(());
-        }
-        Ok(())
-    }))
-    .map_err(|e| e.to_string())
+    conn.wal_hook(Some(on_commit));
+    Ok(Checkpointer { tx })
 }
 
 #[cfg(test)]
@@ -82,7 +108,7 @@ mod tests {
         let mut conn = Connection::open(&path).unwrap();
         conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (x TEXT);")
             .unwrap();
-        checkpoint_in_background(&mut conn, &path).unwrap();
+        let checkpointer = checkpoint_in_background(&mut conn, &path).unwrap();
         let row = "x".repeat(1000);
         // 40 MB in 400 commits, one right after the other: without checkpoints, or with
         // background ones that never catch up, the log would hold all of it.
@@ -92,6 +118,7 @@ mod tests {
                 tx.execute("INSERT INTO t VALUES (?1)", [&row]).unwrap();
             }
             tx.commit().unwrap();
+            checkpointer.after_commit();
         }
         let wal = dir.path().join("db.sqlite-wal");
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
