@@ -327,11 +327,13 @@ impl BatchHost {
         let context = self.locals.context(py);
         let task = if obj.is_instance(coroutine_type(py)?)? {
             let create_task = lock(&self.side).create_task.clone_ref(py);
+            let obj = exit_guard(py)?.call1((obj,))?;
             context.call_method1(pyo3::intern!(py, "run"), (create_task, obj))?
         } else if obj.hasattr("__await__")? {
             let ensure = asyncio(py)?.getattr("ensure_future")?;
             let kwargs = pyo3::types::PyDict::new(py);
             kwargs.set_item("loop", self.locals.event_loop(py))?;
+            let obj = exit_guard(py)?.call1((obj,))?;
             context.call_method("run", (ensure, obj), Some(&kwargs))?
         } else {
             // An `async` handler that returned a plain value (e.g. a wrapped callable).
@@ -474,6 +476,35 @@ fn asyncio(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     ASYNCIO
         .get_or_try_init(py, || py.import("asyncio").map(|m| m.into_any().unbind()))
         .map(|m| m.bind(py))
+}
+
+/// `guarded(awaitable)`: awaits it, turning a `SystemExit` into an ordinary exception. An
+/// asyncio task re-raises `SystemExit` out of the event loop itself, so a handler calling
+/// `sys.exit()` would end the app's loop (and `run_sync`); here it fails its own call
+/// (`internal_error`, the exit in the detail). `KeyboardInterrupt` still goes through: it
+/// is the user's Ctrl-C.
+fn exit_guard(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static GUARD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    GUARD
+        .get_or_try_init(py, || {
+            let code = c"async def guarded(awaitable):
+    try:
+        return await awaitable
+    except SystemExit as exit:
+        raise RuntimeError(
+            f'the handler raised SystemExit({exit.code!r}); a handler cannot end the process'
+        ) from None
+";
+            Ok(pyo3::types::PyModule::from_code(
+                py,
+                code,
+                c"tooljig_exit_guard.py",
+                c"tooljig_exit_guard",
+            )?
+            .getattr("guarded")?
+            .unbind())
+        })
+        .map(|g| g.bind(py))
 }
 
 fn coroutine_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {

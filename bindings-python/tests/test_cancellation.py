@@ -210,3 +210,55 @@ def test_keyboard_interrupt_raised_in_an_async_handler_stops_asyncio_run() -> No
         """
     )
     assert result.returncode == 4, result
+
+
+def test_run_sync_returns_when_a_handler_swallows_its_cancellation() -> None:
+    result = run_python(
+        """
+        import asyncio, time
+        import tooljig
+
+        engine = tooljig.Engine()
+
+        @engine.tool(timeout_ms=300)
+        async def stubborn() -> None:
+            while True:
+                try:
+                    await asyncio.sleep(10)
+                except asyncio.CancelledError:
+                    pass
+
+        t0 = time.perf_counter()
+        out = engine.run_sync([{"tool": "stubborn"}])
+        print(out.results[0].error_code, f"{time.perf_counter() - t0:.2f}")
+        """,
+        timeout=20,
+    )
+    code, seconds = result.stdout.split()
+    assert code == "timeout", result
+    assert float(seconds) < 3, result
+
+
+def test_system_exit_in_an_async_handler_fails_that_call_alone() -> None:
+    result = run_python(
+        """
+        import sys
+        import tooljig
+
+        engine = tooljig.Engine()
+
+        @engine.tool
+        async def leave() -> None:
+            sys.exit(5)
+
+        @engine.tool
+        async def stay() -> str:
+            return "here"
+
+        out = engine.run_sync([{"id": "l", "tool": "leave"}, {"id": "s", "tool": "stay"}])
+        print(out.get("l").error_code, out.get("s").envelope["data"])
+        print("SystemExit(5)" in (out.get("l").detail or ""))
+        """
+    )
+    assert result.returncode == 0, result
+    assert result.stdout.split() == ["internal_error", "here", "True"], result

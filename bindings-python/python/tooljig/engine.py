@@ -8,8 +8,10 @@ batch, and keyword arguments for policies and options.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar, overload
 
 from tooljig import _native
@@ -25,6 +27,8 @@ from tooljig.schema import from_function, invoker_for_schema, is_async_callable,
 __all__ = ["Engine", "EventStream"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+_log = logging.getLogger("tooljig")
 
 CallerLike = Caller | Mapping[str, Any] | None
 
@@ -327,6 +331,9 @@ class Engine(DurableRuns):
 
         Runs the batch on a fresh event loop (async handlers run there); Ctrl-C cancels the
         batch and raises ``KeyboardInterrupt``. Inside a running loop, ``await run(...)``.
+        Returns as soon as the batch is done: a handler task that ignores its cancellation
+        (swallows ``CancelledError``) gets one second to end, then is abandoned with a
+        warning, where ``asyncio.run`` would wait for it forever.
         """
         try:
             asyncio.get_running_loop()
@@ -337,7 +344,7 @@ class Engine(DurableRuns):
                 "run_sync() blocks, so it cannot be called from a running event loop; "
                 "use `await engine.run(...)` there"
             )
-        return asyncio.run(
+        return _run_to_end(
             self.run(
                 calls,
                 caller=caller,
@@ -431,3 +438,40 @@ def _policy(
         policy["on_output_too_large"] = on_output_too_large
     policy.update(rest)
     return policy
+
+
+#: How long ``run_sync`` waits, after the batch, for handler tasks it cancelled.
+_CANCEL_GRACE_S = 1.0
+
+
+def _run_to_end(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)``, except that leftover tasks which ignore their cancellation
+    cannot keep it from returning (``asyncio.run`` waits for every task it cancels)."""
+    if sys.version_info >= (3, 11):
+        # The Runner's SIGINT handling (Ctrl-C cancels `main`), as asyncio.run has it.
+        runner = asyncio.Runner()
+        try:
+            return runner.run(main)
+        finally:
+            _close(runner.get_loop())
+    loop = asyncio.new_event_loop()
+    try:
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(main)
+    finally:
+        _close(loop)
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            _, stubborn = loop.run_until_complete(asyncio.wait(pending, timeout=_CANCEL_GRACE_S))
+            for task in stubborn:
+                _log.warning("run_sync: abandoning a task that ignores cancellation: %r", task)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
