@@ -14,33 +14,48 @@ const NEEDS = 2
 const UNEXPECTED = 3
 const INVALID_ARGUMENTS = 4
 
+// Whatever a handler hands back may be hostile: a Proxy whose every trap throws, a getter
+// named `then` that throws, an object whose `toString` throws. Reading any of it can throw,
+// so each function below that touches such a value is total: it catches, and says so.
+
 const isThenable = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function'
 
+/** What a value that cannot even be described is called. */
+const UNPRINTABLE = 'a value that cannot be printed (reading it threw)'
+
 /** The detail kept for the app (never shown to the model): the stack when there is one. */
-function detailOf(e) {
-  if (e instanceof Error) {
-    const stack = typeof e.stack === 'string' ? e.stack : `${e.name}: ${e.message}`
-    return e.cause === undefined ? stack : `${stack}\ncaused by: ${detailOf(e.cause)}`
-  }
-  if (typeof e === 'string') return `a non-Error value was thrown: ${e}`
+function detailOf(e, depth = 0) {
   try {
-    return `a non-Error value was thrown: ${JSON.stringify(e) ?? String(e)}`
+    if (e instanceof Error) {
+      const stack = typeof e.stack === 'string' ? e.stack : `${e.name}: ${e.message}`
+      const cause = e.cause
+      return cause === undefined || depth > 8 ? stack : `${stack}\ncaused by: ${detailOf(cause, depth + 1)}`
+    }
+    if (typeof e === 'string') return `a non-Error value was thrown: ${e}`
+    try {
+      return `a non-Error value was thrown: ${JSON.stringify(e) ?? String(e)}`
+    } catch {
+      return `a non-Error value was thrown: ${String(e)}`
+    }
   } catch {
-    return `a non-Error value was thrown: ${String(e)}`
+    return `a non-Error value was thrown: ${UNPRINTABLE}`
   }
 }
+
+/** A settlement of kind UNEXPECTED with this detail, as JSON text that always reads back. */
+const unexpected = (detail) => [UNEXPECTED, JSON.stringify(String(detail).toWellFormed?.() ?? String(detail))]
 
 /**
  * The settlement of a returned value.
  * @returns {[number, string]}
  */
 function fromValue(v) {
-  if (v instanceof Needs) return [NEEDS, JSON.stringify(v.fields)]
   try {
+    if (v instanceof Needs) return [NEEDS, JSON.stringify(v.fields)]
     // `undefined` (and functions, symbols) have no JSON form: they are null.
     return [OK, JSON.stringify(v) ?? 'null']
   } catch (e) {
-    return [UNEXPECTED, JSON.stringify(`the handler returned a value that is not JSON: ${detailOf(e)}`)]
+    return unexpected(`the handler returned a value that is not JSON: ${detailOf(e)}`)
   }
 }
 
@@ -49,17 +64,26 @@ function fromValue(v) {
  * @returns {[number, string]}
  */
 function fromThrow(e) {
+  try {
+    return readThrow(e)
+  } catch (err) {
+    return unexpected(`the handler threw ${UNPRINTABLE}: ${detailOf(err)}`)
+  }
+}
+
+/** @returns {[number, string]} */
+function readThrow(e) {
   if (e instanceof ToolError) {
     const thrown = { code: e.code, message: String(e.message), retryable: e.retryable ?? null, details: e.details ?? null }
     try {
       return [TOOL_ERROR, JSON.stringify(thrown)]
     } catch (err) {
-      return [UNEXPECTED, JSON.stringify(`a ToolError with details that are not JSON: ${detailOf(err)}`)]
+      return unexpected(`a ToolError with details that are not JSON: ${detailOf(err)}`)
     }
   }
   if (e instanceof Needs) return [NEEDS, JSON.stringify(e.fields)]
   if (e instanceof InvalidArguments) return [INVALID_ARGUMENTS, JSON.stringify(e.violations)]
-  return [UNEXPECTED, JSON.stringify(detailOf(e))]
+  return unexpected(detailOf(e))
 }
 
 /** The JS side of one native engine: the handler table and the calls in flight. */
@@ -117,14 +141,18 @@ export class Dispatcher {
 
   #start(token, entry, args, ctx) {
     let out
+    let thenable
     try {
       const parsed = entry.parse === null ? args : entry.parse(args)
       out = isThenable(parsed) ? parsed.then((a) => entry.execute(a, ctx)) : entry.execute(parsed, ctx)
+      // Inside the try: a `then` getter (or a Proxy's trap) may throw, which is the
+      // handler failing, not this layer.
+      thenable = isThenable(out)
     } catch (e) {
       this.#settle(token, fromThrow(e))
       return
     }
-    if (isThenable(out)) {
+    if (thenable) {
       Promise.resolve(out).then(
         (v) => this.#settle(token, fromValue(v)),
         (e) => this.#settle(token, fromThrow(e)),

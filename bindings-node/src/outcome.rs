@@ -10,6 +10,9 @@
 //! | 2 | returned or threw `needs(...)` | the field names |
 //! | 3 | threw or rejected with anything else | the stack (or the value as text) |
 //! | 4 | threw `InvalidArguments` | `[{path, message}, ...]` |
+//!
+//! One settlement the core cannot read (a lone surrogate, nesting past what `serde_json`
+//! reads) ends its own call as `invalid_output`; its neighbours in the same text keep theirs.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -28,12 +31,71 @@ pub const UNEXPECTED: u8 = 3;
 /// Kind of a settlement: threw `InvalidArguments` (its own validation refused the arguments).
 pub const INVALID_ARGUMENTS: u8 = 4;
 
+/// Kind of a settlement this side could not read (never sent by the JS layer): the payload
+/// is why.
+const UNREADABLE: u8 = u8::MAX;
+
 /// One settled call: its token and how it ended.
 pub type Settlement = (u64, u8, Value);
 
-/// Parses the JS layer's bulk settlement text.
+/// Parses the JS layer's bulk settlement text. When the whole does not read, each
+/// settlement is read on its own, and one that does not read settles its token as
+/// unreadable: a hostile value fails its own call, never the group.
 pub fn parse_settlements(text: &str) -> Result<Vec<Settlement>, serde_json::Error> {
-    serde_json::from_str(text)
+    let whole = match serde_json::from_str(text) {
+        Ok(all) => return Ok(all),
+        Err(e) => e,
+    };
+    let Some(items) = split_items(text) else {
+        return Err(whole);
+    };
+    Ok(items
+        .into_iter()
+        .filter_map(|item| match serde_json::from_str::<Settlement>(item) {
+            Ok(s) => Some(s),
+            Err(e) => leading_token(item).map(|t| (t, UNREADABLE, Value::String(e.to_string()))),
+        })
+        .collect())
+}
+
+/// The items of the outer array of `text`, found by matching brackets outside strings (no
+/// recursion, so any depth): `None` when the text is not an array.
+fn split_items(text: &str) -> Option<Vec<&str>> {
+    let body = text.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let (mut items, mut start, mut depth) = (Vec::new(), 0, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, b) in body.bytes().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => depth = depth.checked_sub(1)?,
+            b',' if depth == 0 => {
+                items.push(&body[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !body[start..].trim().is_empty() {
+        items.push(&body[start..]);
+    }
+    Some(items)
+}
+
+/// The token an item `[token, kind, payload]` starts with.
+fn leading_token(item: &str) -> Option<u64> {
+    let rest = item.trim().strip_prefix('[')?.trim_start();
+    let digits = rest.split(|c: char| !c.is_ascii_digit()).next()?;
+    digits.parse().ok()
 }
 
 #[derive(Deserialize)]
@@ -63,6 +125,14 @@ pub fn to_handler_result(kind: u8, payload: Value) -> HandlerResult {
             other => other.to_string(),
         })),
         INVALID_ARGUMENTS => Err(invalid_arguments(payload)),
+        UNREADABLE => Err(HandlerError::Tool(ToolError::new(
+            ErrorCode::InvalidOutput,
+            format!(
+                "the tool returned a value tooljig cannot read (a lone surrogate in a string, or \
+                 nesting too deep): {}",
+                payload.as_str().unwrap_or_default()
+            ),
+        ))),
         other => Err(HandlerError::unexpected(format!(
             "the JavaScript layer settled a call with unknown kind {other}"
         ))),
@@ -130,6 +200,23 @@ fn tool_error(payload: Value) -> HandlerError {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn one_unreadable_settlement_fails_alone() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let text = format!(r#"[[1,0,{{"a":"x,]\"["}}],[2,0,"\ud800"],[3,0,{deep}],[4,3,"boom"]]"#);
+        let got = parse_settlements(&text).unwrap();
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[0], (1, OK, json!({"a": "x,]\"["})));
+        assert_eq!((got[1].0, got[1].1), (2, UNREADABLE));
+        assert_eq!((got[2].0, got[2].1), (3, UNREADABLE));
+        assert_eq!(got[3], (4, UNEXPECTED, json!("boom")));
+        let Err(HandlerError::Tool(e)) = to_handler_result(UNREADABLE, got[1].2.clone()) else {
+            panic!("unreadable is a tool error")
+        };
+        assert_eq!(e.code, ErrorCode::InvalidOutput);
+        assert!(parse_settlements("not json").is_err());
+    }
 
     #[test]
     fn every_kind_maps() {

@@ -104,3 +104,46 @@ test('details of a ToolError never override its code, message or retryability', 
   })
   assert.deepEqual(r.envelope, { ok: false, error: { code: 'not_found', message: 'no such lead', retryable: false, id: 3 } })
 })
+
+test('a hostile result fails its own call alone; its neighbours keep theirs, and nothing crashes', async () => {
+  const nested = (n) => {
+    let v = 1
+    for (let i = 0; i < n; i++) v = [v]
+    return v
+  }
+  const hostile = new Proxy({}, {
+    get() { throw new Error('get trap') },
+    getPrototypeOf() { throw new Error('prototype trap') },
+    ownKeys() { throw new Error('keys trap') },
+    getOwnPropertyDescriptor() { throw new Error('descriptor trap') },
+    has() { throw new Error('has trap') },
+  })
+  const badString = { toString() { throw new Error('toString') }, get stack() { throw new Error('stack') } }
+  const cases = {
+    surrogate: () => ({ text: 'a\ud800b' }),
+    deep: () => nested(130),
+    proxy: () => hostile,
+    proxyAsync: async () => hostile,
+    rejectsUnprintable: () => Promise.reject(badString),
+    throwsUnprintable: () => { throw badString },
+    throwsProxy: () => { throw hostile },
+    thenGetter: () => ({ get then() { throw new Error('then getter') } }),
+    thenThrows: () => ({ then() { throw new Error('then') } }),
+    fine: () => 'fine',
+  }
+  const e = new Engine()
+  for (const [name, execute] of Object.entries(cases)) e.register(name, tool({ execute }))
+  const t0 = Date.now()
+  const out = await e.run(Object.keys(cases).map((name) => ({ id: name, tool: name })))
+  assert.ok(Date.now() - t0 < 2000, 'no call waited for a timeout')
+  const code = (id) => out.results.find((r) => r.callId === id).envelope.error?.code ?? 'ok'
+  assert.equal(code('fine'), 'ok')
+  assert.equal(code('surrogate'), 'invalid_output')
+  assert.equal(code('deep'), 'invalid_output')
+  for (const id of ['proxy', 'proxyAsync', 'rejectsUnprintable', 'throwsUnprintable', 'throwsProxy', 'thenGetter', 'thenThrows']) {
+    assert.equal(code(id), 'internal_error', id)
+  }
+  // The engine goes on.
+  const again = await e.run([{ id: 'x', tool: 'fine' }])
+  assert.deepEqual(again.results[0].envelope, { ok: true, data: 'fine' })
+})
