@@ -42,8 +42,16 @@ function detailOf(e, depth = 0) {
   }
 }
 
-/** A settlement of kind UNEXPECTED with this detail, as JSON text that always reads back. */
-const unexpected = (detail) => [UNEXPECTED, JSON.stringify(String(detail).toWellFormed?.() ?? String(detail))]
+/** Lone surrogates, which JSON text cannot carry to Rust. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+
+/**
+ * A settlement of kind UNEXPECTED with this detail (a text for the app, so a lone surrogate
+ * in it may become U+FFFD), as JSON text that always reads back.
+ * @param {string} detail
+ * @returns {[number, string]}
+ */
+const unexpected = (detail) => [UNEXPECTED, JSON.stringify(detail.replace(LONE_SURROGATE, '\ufffd'))]
 
 /**
  * The settlement of a returned value.
