@@ -34,7 +34,41 @@ function splitOptions(options) {
 
 function callsText(calls) {
   if (!Array.isArray(calls)) throw new TypeError('calls must be an array of {id, tool, arguments} objects')
-  return JSON.stringify(calls)
+  try {
+    return JSON.stringify(calls, finiteNumbers)
+  } catch {
+    // One call's arguments have no JSON form (a BigInt, a cycle, a throwing toJSON): that
+    // call alone is refused (`argumentsError`), the others run.
+    return `[${calls.map(callText).join(',')}]`
+  }
+}
+
+/**
+ * JSON.stringify would write `NaN` and `Infinity` as `null`, changing the value silently:
+ * refused instead (the call alone, see `callText`).
+ * @param {string} key
+ * @param {unknown} value
+ */
+function finiteNumbers(key, value) {
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw new TypeError(`${value} (at ${JSON.stringify(key)}) has no JSON form: JSON numbers are finite`)
+  }
+  return value
+}
+
+/** One call as JSON text; arguments without a JSON form are replaced by why. */
+function callText(call) {
+  try {
+    return JSON.stringify(call, finiteNumbers)
+  } catch (e) {
+    let why
+    try {
+      why = String(e?.message ?? e)
+    } catch {
+      why = 'reading them threw'
+    }
+    return JSON.stringify({ ...call, arguments: null, argumentsError: why })
+  }
 }
 
 /** The value of a native durable-run answer (`src/durable.rs`), or its refusal thrown as a ToolError. */

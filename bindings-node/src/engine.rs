@@ -44,15 +44,7 @@ fn invalid(what: &str, e: impl std::fmt::Display) -> napi::Error {
 
 impl BatchInput {
     fn parse(calls: &str, options: &str, cancel: Option<CancellationToken>) -> napi::Result<Self> {
-        let raw: Vec<Value> = serde_json::from_str(calls).map_err(|e| invalid("calls", e))?;
-        let calls = raw
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| {
-                serde_json::from_value(keys::from_js(c, shape::CALLER))
-                    .map_err(|e| invalid(&format!("calls[{i}]"), e))
-            })
-            .collect::<napi::Result<Vec<Call>>>()?;
+        let calls = parse_calls(calls)?;
         let mut options: Map<String, Value> =
             serde_json::from_str(options).map_err(|e| invalid("options", e))?;
         let caller = match options.remove("caller") {
@@ -69,6 +61,61 @@ impl BatchInput {
             caller,
             options,
         })
+    }
+}
+
+/// The calls of a batch from the JS layer's text. When the whole does not read, each call is
+/// read alone: one whose arguments the core cannot read (a lone surrogate, nesting past what
+/// `serde_json` reads) is kept with `arguments_error` set, so it alone is refused.
+fn parse_calls(text: &str) -> napi::Result<Vec<Call>> {
+    let call = |(i, c): (usize, Value)| -> napi::Result<Call> {
+        serde_json::from_value(keys::from_js(c, shape::CALLER))
+            .map_err(|e| invalid(&format!("calls[{i}]"), e))
+    };
+    let whole = match serde_json::from_str::<Vec<Value>>(text) {
+        Ok(raw) => return raw.into_iter().enumerate().map(call).collect(),
+        Err(e) => e,
+    };
+    let items = crate::convert::items::split(text).ok_or_else(|| invalid("calls", &whole))?;
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| match serde_json::from_str::<Value>(item) {
+            Ok(c) => call((i, c)),
+            Err(unreadable) => {
+                // Everything but the arguments, which are skipped unread.
+                let head: CallHead = serde_json::from_str(item)
+                    .map_err(|_| invalid(&format!("calls[{i}]"), &unreadable))?;
+                Ok(head.into_call(unreadable.to_string()))
+            }
+        })
+        .collect()
+}
+
+/// A call whose arguments could not be read: its other fields, in either casing.
+#[derive(serde::Deserialize)]
+struct CallHead {
+    #[serde(default)]
+    id: String,
+    tool: String,
+    #[serde(default, alias = "dependsOn")]
+    depends_on: Vec<String>,
+    #[serde(default, alias = "runIfDependencyFailed")]
+    run_if_dependency_failed: bool,
+    #[serde(default, alias = "idempotencyKey")]
+    idempotency_key: Option<String>,
+    #[serde(default, rename = "arguments")]
+    _arguments: serde::de::IgnoredAny,
+}
+
+impl CallHead {
+    fn into_call(self, why: String) -> Call {
+        let mut call = Call::new(self.id, self.tool, Value::Null);
+        call.depends_on = self.depends_on;
+        call.run_if_dependency_failed = self.run_if_dependency_failed;
+        call.idempotency_key = self.idempotency_key;
+        call.arguments_error = Some(why);
+        call
     }
 }
 

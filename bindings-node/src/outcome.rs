@@ -46,7 +46,7 @@ pub fn parse_settlements(text: &str) -> Result<Vec<Settlement>, serde_json::Erro
         Ok(all) => return Ok(all),
         Err(e) => e,
     };
-    let Some(items) = split_items(text) else {
+    let Some(items) = crate::convert::items::split(text) else {
         return Err(whole);
     };
     Ok(items
@@ -56,39 +56,6 @@ pub fn parse_settlements(text: &str) -> Result<Vec<Settlement>, serde_json::Erro
             Err(e) => leading_token(item).map(|t| (t, UNREADABLE, Value::String(e.to_string()))),
         })
         .collect())
-}
-
-/// The items of the outer array of `text`, found by matching brackets outside strings (no
-/// recursion, so any depth): `None` when the text is not an array.
-fn split_items(text: &str) -> Option<Vec<&str>> {
-    let body = text.trim().strip_prefix('[')?.strip_suffix(']')?;
-    let (mut items, mut start, mut depth) = (Vec::new(), 0, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for (i, b) in body.bytes().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' => depth = depth.checked_sub(1)?,
-            b',' if depth == 0 => {
-                items.push(&body[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if !body[start..].trim().is_empty() {
-        items.push(&body[start..]);
-    }
-    Some(items)
 }
 
 /// The token an item `[token, kind, payload]` starts with.

@@ -122,3 +122,28 @@ test('schemas may $ref in-memory schema resources', async () => {
   assert.equal(out.results[0].envelope.error.code, 'invalid_arguments')
   assert.deepEqual(out.results[1].envelope, { ok: true, data: 4 })
 })
+
+test('one call whose arguments JSON cannot carry is refused alone; the batch runs', async () => {
+  const e = new Engine().register('echo', tool({ execute: (a) => a }))
+  let deep = 1
+  for (let i = 0; i < 200; i++) deep = [deep]
+  const cyclic = {}
+  cyclic.self = cyclic
+  const hostile = {
+    bigint: { n: 10n },
+    nan: { x: NaN },
+    inf: { x: -Infinity },
+    surrogate: { s: 'a\ud800b' },
+    deep: { d: deep },
+    cyclic,
+  }
+  const calls = Object.entries(hostile).map(([id, args]) => ({ id, tool: 'echo', arguments: args }))
+  calls.push({ id: 'fine', tool: 'echo', arguments: { ok: 'a\ud83d\ude00b' } })
+  const out = await e.run(calls)
+  const result = Object.fromEntries(out.results.map((r) => [r.callId, r]))
+  for (const id of Object.keys(hostile)) {
+    assert.equal(result[id].envelope.error?.code, 'invalid_arguments', id)
+    assert.match(result[id].envelope.error.message, /could not be read/, id)
+  }
+  assert.deepEqual(result.fine.envelope, { ok: true, data: { ok: 'a\ud83d\ude00b' } })
+})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
@@ -136,8 +137,9 @@ async def test_malformed_calls_are_refused_with_the_reason(engine: tooljig.Engin
         await engine.run([{"id": "a"}])
     with pytest.raises(tooljig.InvalidInputError, match="unknown field `tol`"):
         await engine.run([{"tool": "x", "tol": 1}])
-    with pytest.raises(tooljig.InvalidInputError):
-        await engine.run([{"tool": "x", "arguments": object()}])
+    # Arguments without a JSON form refuse their own call only.
+    out = await engine.run([{"tool": "x", "arguments": object()}])
+    assert out.results[0].error_code == "unknown_tool"
 
 
 def test_run_sync_runs_sync_and_async_handlers(engine: tooljig.Engine) -> None:
@@ -254,3 +256,31 @@ async def test_guardrail_policy_fields_settings_visibility_and_telemetry() -> No
     assert "search_web" in snapshot["tools"] and "list_events" in snapshot["tools"]
     with pytest.raises(tooljig.InvalidInputError, match="invalid settings"):
         engine.settings = {"sytem": {}}
+
+
+def test_one_call_with_arguments_json_cannot_carry_is_refused_alone() -> None:
+    engine = tooljig.Engine()
+    engine.register("echo", "Echoes.", None, lambda args: args)
+    deep: Any = 1
+    for _ in range(600):
+        deep = [deep]
+    hostile = {
+        "big": {"n": 2**64 + 1},
+        "nan": {"x": float("nan")},
+        "inf": {"x": float("inf")},
+        "surrogate": {"s": "a\ud800b"},
+        "bytes": {"b": b"\xff\xfe"},
+        "deep": {"d": deep},
+    }
+    calls = [{"id": k, "tool": "echo", "arguments": v} for k, v in hostile.items()]
+    calls.append({"id": "fine", "tool": "echo", "arguments": {"n": 2**63}})
+    out = engine.run_sync(calls)
+    for k in hostile:
+        r = out.get(k)
+        assert r is not None and r.error_code == "invalid_arguments", (k, r and r.envelope)
+        assert "could not be read" in r.envelope["error"]["message"]
+    assert out.get("big").envelope["error"]["message"].count("64 bits") == 1  # type: ignore[union-attr]
+    assert out.get("fine").envelope == {"ok": True, "data": {"n": 2**63}}  # type: ignore[union-attr]
+    # A call whose own fields are wrong still refuses the batch, naming the call.
+    with pytest.raises(tooljig.InvalidInputError, match=r"calls\[0\]"):
+        engine.run_sync([{"id": object(), "tool": "echo", "arguments": {"x": float("nan")}}])

@@ -28,6 +28,11 @@ pub struct Call {
     /// by tools whose policy keys idempotency on it. Never set by the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Why a binding could not convert the arguments the app gave into JSON (a `BigInt`, a
+    /// lone surrogate, `NaN`, a value nested too deep): the call is refused alone with
+    /// `invalid_arguments` saying so, and the rest of the batch runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_error: Option<String>,
 }
 
 impl Call {
@@ -44,6 +49,7 @@ impl Call {
             depends_on: Vec::new(),
             run_if_dependency_failed: false,
             idempotency_key: None,
+            arguments_error: None,
         }
     }
 

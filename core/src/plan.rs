@@ -109,7 +109,14 @@ impl Plan {
                 ))));
                 continue;
             };
-            let parsed = match parse_arguments(&call.arguments, limits) {
+            let parsed = match &call.arguments_error {
+                Some(why) => Err(ToolError::new(
+                    ErrorCode::InvalidArguments,
+                    format!("the arguments could not be read as JSON: {why}"),
+                )),
+                None => parse_arguments(&call.arguments, limits),
+            };
+            let parsed = match parsed {
                 Ok(p) => p,
                 Err(e) => {
                     let mut r =

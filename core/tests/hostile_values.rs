@@ -210,3 +210,29 @@ async fn data_nested_too_deep_to_read_back_is_refused_and_everything_stays_reada
     assert_eq!(audit.query(AuditQuery::all()).await.unwrap().len(), 6);
     assert!(audit.verify().await.unwrap().is_intact());
 }
+
+/// A call a binding could not convert (`arguments_error`) is refused alone, before any
+/// guard or handler, and its neighbours run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_with_unreadable_arguments_is_refused_alone() {
+    let engine = Engine::new();
+    engine
+        .register(Tool::new(
+            ToolSpec::from_value(json!({"name": "echo"})).unwrap(),
+            handler_fn(|args, _| async move { Ok(args) }),
+        ))
+        .unwrap();
+    let mut bad = Call::new("bad", "echo", Value::Null);
+    bad.arguments_error = Some("a BigInt at \"n\" has no JSON form".into());
+    let out = engine
+        .run(
+            vec![bad, Call::new("good", "echo", json!({"n": 1}))],
+            Caller::default(),
+            BatchOptions::default(),
+        )
+        .await;
+    let bad = out.get("bad").unwrap().envelope.to_value();
+    assert_eq!(bad["error"]["code"], "invalid_arguments");
+    assert!(bad["error"]["message"].as_str().unwrap().contains("BigInt"));
+    assert!(out.get("good").unwrap().envelope.is_ok());
+}
