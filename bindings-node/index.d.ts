@@ -297,6 +297,12 @@ export interface ErrorCodeInfo {
 /** Every error code of the core, in declaration order, with its default retryability. */
 export declare function errorCodes(): Array<ErrorCodeInfo>
 
+/**
+ * The idempotency key of a call from its parts: the core's
+ * [`ToolContext::idempotency_key`], for the JS layer's `ctx.idempotencyKey`.
+ */
+export declare function idempotencyKey(runId: string, callId: string, tool: string, appKey?: string | undefined | null): string
+
 /** Every result of a batch as one message for the model. */
 export declare function jsonProtocolFormatResults(results: any): string
 

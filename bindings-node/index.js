@@ -857,6 +857,7 @@ module.exports.NativeUiMessageStream = nativeBinding.NativeUiMessageStream
 module.exports.JsUiMessageStream = nativeBinding.JsUiMessageStream
 module.exports.buildProfile = nativeBinding.buildProfile
 module.exports.errorCodes = nativeBinding.errorCodes
+module.exports.idempotencyKey = nativeBinding.idempotencyKey
 module.exports.jsonProtocolFormatResults = nativeBinding.jsonProtocolFormatResults
 module.exports.jsonProtocolParse = nativeBinding.jsonProtocolParse
 module.exports.jsonProtocolPrompt = nativeBinding.jsonProtocolPrompt

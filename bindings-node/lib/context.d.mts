@@ -8,8 +8,10 @@ export class ToolContext {
      * @param {string} tool
      * @param {number} attempt
      * @param {object} caller
+     * @param {string} [runId]
+     * @param {string | null} [appKey]
      */
-    constructor(callId: string, tool: string, attempt: number, caller: object);
+    constructor(callId: string, tool: string, attempt: number, caller: object, runId?: string, appKey?: string | null);
     /** The call's id in its batch. */
     callId: string;
     /** The tool's registered name. */
@@ -18,6 +20,16 @@ export class ToolContext {
     attempt: number;
     /** Who the batch runs for (frozen; shared by the calls of a batch). */
     caller: any;
+    /** The run the call belongs to (the same across resumes and processes). */
+    runId: string;
+    /**
+     * A key that is the same every time this call runs (a retry, a resume after a crash,
+     * another process): hand it to a downstream API that deduplicates on it, so running the
+     * call again has its effect once. From the call's own idempotency key when the app gave
+     * one, else from the run and the call's id.
+     * @returns {string}
+     */
+    get idempotencyKey(): string;
     /**
      * Fires when this attempt times out, the batch deadline passes or the batch is cancelled.
      * @returns {AbortSignal}

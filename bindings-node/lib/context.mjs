@@ -1,4 +1,5 @@
 // What a handler knows about the call it runs. Never reaches the model.
+import { idempotencyKey } from './native.mjs'
 
 const abortReason = () =>
   new DOMException('tooljig ended this call (timeout, batch deadline or cancellation)', 'AbortError')
@@ -11,14 +12,18 @@ export class ToolContext {
   /** @type {AbortController | undefined} */
   #controller
   #aborted = false
+  /** @type {string | null} */
+  #appKey
 
   /**
    * @param {string} callId
    * @param {string} tool
    * @param {number} attempt
    * @param {object} caller
+   * @param {string} [runId]
+   * @param {string | null} [appKey]
    */
-  constructor(callId, tool, attempt, caller) {
+  constructor(callId, tool, attempt, caller, runId = '', appKey = null) {
     /** The call's id in its batch. */
     this.callId = callId
     /** The tool's registered name. */
@@ -27,6 +32,20 @@ export class ToolContext {
     this.attempt = attempt
     /** Who the batch runs for (frozen; shared by the calls of a batch). */
     this.caller = caller
+    /** The run the call belongs to (the same across resumes and processes). */
+    this.runId = runId
+    this.#appKey = appKey
+  }
+
+  /**
+   * A key that is the same every time this call runs (a retry, a resume after a crash,
+   * another process): hand it to a downstream API that deduplicates on it, so running the
+   * call again has its effect once. From the call's own idempotency key when the app gave
+   * one, else from the run and the call's id.
+   * @returns {string}
+   */
+  get idempotencyKey() {
+    return idempotencyKey(this.runId, this.callId, this.tool, this.#appKey ?? undefined)
   }
 
   /**

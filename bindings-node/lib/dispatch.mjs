@@ -120,7 +120,7 @@ export class Dispatcher {
   /** Called by the native engine with the drained queue (see `Drained` in Rust). */
   dispatch = (text) => {
     try {
-      const { callers, calls, asks, aborts } = JSON.parse(text)
+      const { callers, runs, calls, asks, aborts } = JSON.parse(text)
       for (const token of aborts) {
         const ctx = this.live.get(token)
         if (ctx) {
@@ -129,9 +129,9 @@ export class Dispatcher {
         }
       }
       for (let i = 0; i < callers.length; i++) Object.freeze(callers[i])
-      for (const [token, tool, callId, attempt, caller, args] of calls) {
+      for (const [token, tool, callId, attempt, caller, args, run, appKey] of calls) {
         const entry = this.handlers[tool]
-        const ctx = new ToolContext(callId, entry.name, attempt, callers[caller])
+        const ctx = new ToolContext(callId, entry.name, attempt, callers[caller], runs[run], appKey)
         this.live.set(token, ctx)
         this.#start(token, entry, args, ctx)
       }

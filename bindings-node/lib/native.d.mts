@@ -5,4 +5,5 @@ export const NativeStream: typeof native.NativeStream;
 export const errorCodes: typeof native.errorCodes;
 export const unexpectedMessage: typeof native.unexpectedMessage;
 export const buildProfile: typeof native.buildProfile;
+export const idempotencyKey: typeof native.idempotencyKey;
 import native from '../index.js';

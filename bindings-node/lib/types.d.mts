@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'cancelled'
   | 'external_api_error'
   | 'internal_error'
+  | 'outcome_unknown'
   | 'output_too_large'
   | 'invalid_output'
   | 'pending_approval'
@@ -162,6 +163,12 @@ export interface Policy {
   approval?: { required?: 'auto' | 'always' | 'never'; expiresMs?: number; approverRoles?: string[] }
   /** The tool that undoes this one on rollback. */
   compensation?: string
+  /**
+   * Whether a call may run again when a crash left its outcome unknown: `pure` and
+   * `idempotent` do (with the same `ctx.idempotencyKey`), `at_most_once` ends as
+   * `outcome_unknown`. Unset: `pure` for read tools, `at_most_once` for the others.
+   */
+  effectClass?: 'pure' | 'idempotent' | 'at_most_once'
   [field: string]: unknown
 }
 

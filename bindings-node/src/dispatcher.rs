@@ -46,6 +46,8 @@ struct Request {
     call_id: Arc<str>,
     attempt: u32,
     caller: Arc<Caller>,
+    run_id: Arc<str>,
+    app_key: Option<Arc<str>>,
     args: Value,
 }
 
@@ -91,8 +93,20 @@ struct Shared {
 struct Drained<'a> {
     /// Distinct callers of the drained calls (camelCase keys), referenced by index.
     callers: Vec<Value>,
-    /// `[token, toolIndex, callId, attempt, callerIndex, args]` per call.
-    calls: Vec<(u64, u32, &'a str, u32, usize, &'a Value)>,
+    /// Distinct run ids of the drained calls, referenced by index.
+    runs: Vec<&'a str>,
+    /// `[token, toolIndex, callId, attempt, callerIndex, args, runIndex, appKey]` per call.
+    #[allow(clippy::type_complexity)]
+    calls: Vec<(
+        u64,
+        u32,
+        &'a str,
+        u32,
+        usize,
+        &'a Value,
+        usize,
+        Option<&'a str>,
+    )>,
     /// `[token, "hook", 0, request]`, `[token, "resolver", index, request]` or
     /// `[token, "predicate", 0, request]` per ask.
     asks: Vec<(u64, &'static str, u32, &'a Value)>,
@@ -119,6 +133,7 @@ impl Shared {
         };
         let mut seen: Vec<*const Caller> = Vec::new();
         let mut callers = Vec::new();
+        let mut runs: Vec<&str> = Vec::new();
         let mut rows = Vec::with_capacity(calls.len());
         for r in &calls {
             let ptr = Arc::as_ptr(&r.caller);
@@ -131,6 +146,13 @@ impl Shared {
                     seen.len() - 1
                 }
             };
+            let run = match runs.iter().position(|&id| id == &*r.run_id) {
+                Some(i) => i,
+                None => {
+                    runs.push(&r.run_id);
+                    runs.len() - 1
+                }
+            };
             rows.push((
                 r.token,
                 r.tool,
@@ -138,6 +160,8 @@ impl Shared {
                 r.attempt,
                 index,
                 &r.args,
+                run,
+                r.app_key.as_deref(),
             ));
         }
         let asks = asks
@@ -150,13 +174,15 @@ impl Shared {
             .collect();
         let drained = Drained {
             callers,
+            runs,
             calls: rows,
             asks,
             aborts,
         };
         // Values came from serde_json and contain no non-string keys: this cannot fail.
-        serde_json::to_string(&drained)
-            .unwrap_or_else(|_| r#"{"callers":[],"calls":[],"asks":[],"aborts":[]}"#.into())
+        serde_json::to_string(&drained).unwrap_or_else(|_| {
+            r#"{"callers":[],"runs":[],"calls":[],"asks":[],"aborts":[]}"#.into()
+        })
     }
 
     /// Ends every waiting call with an unexpected failure, saying why.
@@ -210,6 +236,8 @@ impl Dispatcher {
                 call_id: ctx.call_id.clone(),
                 attempt: ctx.attempt,
                 caller: ctx.caller.clone(),
+                run_id: ctx.run_id.clone(),
+                app_key: ctx.app_key.clone(),
                 args,
             });
             !std::mem::replace(&mut q.scheduled, true)

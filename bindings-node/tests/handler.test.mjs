@@ -147,3 +147,24 @@ test('a hostile result fails its own call alone; its neighbours keep theirs, and
   const again = await e.run([{ id: 'x', tool: 'fine' }])
   assert.deepEqual(again.results[0].envelope, { ok: true, data: 'fine' })
 })
+
+test('ctx.idempotencyKey is stable for a call: the same on every attempt, from the app key when given', async () => {
+  const keys = []
+  const e = new Engine().register('pay', tool({
+    execute: (_, ctx) => {
+      keys.push([ctx.callId, ctx.attempt, ctx.idempotencyKey, ctx.runId])
+      if (ctx.attempt === 1) throw new ToolError('external_api_error', 'flaky', { retryable: true })
+      return 'paid'
+    },
+  }), { retry: { attempts: 2, backoffMs: 1 }, effectClass: 'idempotent' })
+  const out = await e.run([{ id: 'a', tool: 'pay' }, { id: 'b', tool: 'pay', idempotencyKey: 'req-42' }])
+  assert.ok(out.results.every((r) => r.envelope.ok))
+  const of = (id) => keys.filter(([c]) => c === id).map(([, , k]) => k)
+  assert.equal(new Set(of('a')).size, 1, 'one key across attempts')
+  assert.match(of('a')[0], /^tj_[0-9a-f]{32}$/)
+  assert.notEqual(of('a')[0], of('b')[0])
+  // From the app's key: another batch (another run) with the same key gets the same one.
+  await e.run([{ id: 'other', tool: 'pay', idempotencyKey: 'req-42' }])
+  assert.equal(keys.at(-1)[2], of('b')[0])
+  assert.ok(keys[0][3].startsWith('run_'))
+})

@@ -44,6 +44,21 @@ impl PyToolContext {
         PyCaller::new(self.inner.caller.clone())
     }
 
+    /// The run the call belongs to (the same across resumes and processes).
+    #[getter]
+    fn run_id(&self) -> &str {
+        &self.inner.run_id
+    }
+
+    /// A key that is the same every time this call runs (a retry, a resume after a crash,
+    /// another process): hand it to a downstream API that deduplicates on it, so running the
+    /// call again has its effect once. From the call's own idempotency key when the app gave
+    /// one, else from the run and the call's id.
+    #[getter]
+    fn idempotency_key(&self) -> String {
+        self.inner.idempotency_key()
+    }
+
     /// Whether this attempt timed out or its batch was cancelled. Async handlers are
     /// cancelled for real (their task gets `CancelledError`); a sync handler cannot be
     /// interrupted, so a long one should check this and return early.

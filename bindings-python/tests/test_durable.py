@@ -418,3 +418,26 @@ def test_reading_the_files_with_pythons_own_sqlite3_loses_nothing(tmp_path: Path
                    effect="write", idempotency={"mode": "key"})
     out = fresh.run_sync([{"id": "c1", "tool": "charge", "arguments": {"n": 1}, "idempotency_key": "charge-1"}], caller=ALICE)
     assert out.results[0].replayed and runs == [0, 1, 2]
+
+
+async def test_ctx_idempotency_key_is_stable_for_a_call_and_effect_class_is_a_policy() -> None:
+    seen: list[tuple[str, int, str]] = []
+    engine = tooljig.Engine()
+
+    def pay(args: dict[str, Any], ctx: tooljig.ToolContext) -> str:
+        seen.append((ctx.call_id, ctx.attempt, ctx.idempotency_key))
+        if ctx.attempt == 1:
+            raise tooljig.ToolError("external_api_error", "flaky", retryable=True)
+        return "paid"
+
+    engine.register("pay", "Pays.", None, pay, effect_class="idempotent", retry={"attempts": 2, "backoff_ms": 1})
+    out = await engine.run([{"id": "a", "tool": "pay"}, {"id": "b", "tool": "pay", "idempotency_key": "req-42"}])
+    assert all(r.envelope["ok"] for r in out.results)
+    keys = {c: {k for cid, _, k in seen if cid == c} for c in ("a", "b")}
+    assert len(keys["a"]) == 1 and len(keys["b"]) == 1
+    assert next(iter(keys["a"])).startswith("tj_") and keys["a"] != keys["b"]
+    await engine.run([{"id": "other", "tool": "pay", "idempotency_key": "req-42"}])
+    assert seen[-1][2] in keys["b"]
+    assert [s["policy"].get("effect_class") for s in engine.specs()] == ["idempotent"]
+    with pytest.raises(tooljig.RegistrationError):
+        engine.register("bad", "Bad.", None, pay, effect_class="sometimes")

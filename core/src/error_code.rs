@@ -91,6 +91,10 @@ error_codes! {
     ExternalApiError = "external_api_error", retryable = true;
     /// The tool failed unexpectedly; details are on the result for the app, not for the model.
     InternalError = "internal_error", retryable = false;
+    /// A crash ended the call after it started and before its result was recorded, and its
+    /// tool may not run twice (`effect_class: at_most_once`): whether it took effect is
+    /// unknown. It runs again only when the app or a person says so.
+    OutcomeUnknown = "outcome_unknown", retryable = false;
     /// The tool's output exceeds its size limit.
     OutputTooLarge = "output_too_large", retryable = false;
     /// The tool's output violates its output schema.

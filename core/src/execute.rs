@@ -125,6 +125,8 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
             caller: job.caller.clone(),
             cancel: attempt_cancel.clone(),
             host: job.host.clone(),
+            run_id: d.run_id.clone(),
+            app_key: d.idempotency_key.as_deref().map(Arc::from),
         };
         let run = AssertUnwindSafe(handler.call(job.arguments.clone(), ctx)).catch_unwind();
         let outcome = match timeout {

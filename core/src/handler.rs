@@ -48,6 +48,37 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// What the batch's starter attached ([`crate::BatchOptions::host`]).
     pub host: Option<HostData>,
+    /// The run the call belongs to: its id stays the same across resumes and processes.
+    pub run_id: Arc<str>,
+    /// The app's idempotency key of the call, when it gave one.
+    pub app_key: Option<Arc<str>>,
+}
+
+impl ToolContext {
+    /// A key that is the same every time this call runs — a retry, a resume after a crash,
+    /// another process — for the handler to hand to a downstream API that deduplicates on
+    /// it (payment and email APIs do), so that running the call again has its effect once.
+    /// Derived from the app's idempotency key of the call when it gave one (a retried
+    /// request then gets the same key), else from the run and the call's id.
+    pub fn idempotency_key(&self) -> String {
+        idempotency_key(
+            &self.run_id,
+            &self.call_id,
+            &self.tool,
+            self.app_key.as_deref(),
+        )
+    }
+}
+
+/// [`ToolContext::idempotency_key`] from its parts, for bindings that build their context
+/// apart from the core's.
+pub fn idempotency_key(run_id: &str, call_id: &str, tool: &str, app_key: Option<&str>) -> String {
+    let seed = match app_key {
+        Some(key) => format!("tooljig-idempotency\0app\0{tool}\0{key}"),
+        None => format!("tooljig-idempotency\0run\0{run_id}\0{call_id}"),
+    };
+    let digest = crate::digest::hex(&<sha2::Sha256 as sha2::Digest>::digest(seed.as_bytes()));
+    format!("tj_{}", &digest[..32])
 }
 
 /// Why a handler did not return data.

@@ -85,7 +85,7 @@ pub use handler::{
 };
 pub use hidden::{HiddenParam, Resolution, ResolveRequest, Resolver, resolver_fn};
 pub use idempotency::{IdempotencyMode, IdempotencyPolicy};
-pub use policy::{OversizeOutput, Policy, RetryPolicy, Risk};
+pub use policy::{EffectClass, OversizeOutput, Policy, RetryPolicy, Risk};
 pub use preference::{Preference, Remember};
 pub use rate_limit::{RateLimit, RateLimiter, RateScope};
 pub use registry::{RegistrationError, Registry};

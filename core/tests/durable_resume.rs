@@ -122,7 +122,8 @@ async fn a_call_claimed_by_a_dead_resume_is_reported_not_rerun() {
         .unwrap();
     let out = engine.resume(&run_id).await.unwrap();
     let t1 = out.get("t1").unwrap();
-    assert_eq!(t1.envelope.code(), Some(ErrorCode::InternalError));
+    assert_eq!(t1.envelope.code(), Some(ErrorCode::OutcomeUnknown));
+    assert_eq!(t1.envelope.to_value()["error"]["started_at_ms"], 1);
     assert!(
         t1.envelope.to_value()["error"]["message"]
             .as_str()
@@ -142,4 +143,93 @@ async fn unknown_runs_are_refused() {
         (ErrorCode::NotFound, Some("unknown_run"))
     );
     assert!(engine.run_record("run_nope").await.unwrap().is_none());
+}
+
+/// What a crash mid-call leaves is decided by the tool's effect class: `pure` and
+/// `idempotent` calls run again (the handler gets the same idempotency key every time), an
+/// `at_most_once` call ends as `outcome_unknown` and does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_mid_call_is_recovered_by_effect_class() {
+    let store: Arc<dyn StateStore> = Arc::new(MemoryStore::new());
+    let engine = Engine::new().with_state_store(store.clone());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    for (name, class) in [
+        ("look", Some(EffectClass::Pure)),
+        ("send", Some(EffectClass::Idempotent)),
+        ("charge", None),
+    ] {
+        let seen = seen.clone();
+        let mut policy = Policy::default().require_approval();
+        if let Some(class) = class {
+            policy = policy.effect_class(class);
+        }
+        engine
+            .register(
+                Tool::from_fn(name, "", json!({"type": "object"}), move |a: Value, ctx| {
+                    let seen = seen.clone();
+                    async move {
+                        seen.lock()
+                            .unwrap()
+                            .push((ctx.tool.to_string(), ctx.idempotency_key()));
+                        Ok(a)
+                    }
+                })
+                .policy(policy),
+            )
+            .unwrap();
+    }
+    let alice = Caller::principal("alice");
+    let calls = ["look", "send", "charge"]
+        .map(|t| Call::new(t, t, json!({})))
+        .to_vec();
+    let out = engine
+        .run(calls, alice.clone(), BatchOptions::default())
+        .await;
+    let run_id = out.run_id.clone().unwrap();
+    for r in &out.results {
+        let a = r.approval.as_ref().unwrap();
+        engine
+            .approve(a.id.as_deref().unwrap(), &a.arguments_hash, &alice, None)
+            .await
+            .unwrap();
+        // A resume that died after starting each call: claims stay, unfinished.
+        store
+            .put(
+                Namespace::RunCall,
+                &format!("{run_id}/{}", r.call_id),
+                Expect::Absent,
+                json!({"state": "started", "at_ms": 7}),
+                None,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let done = engine.resume(&run_id).await.unwrap();
+    assert!(done.get("look").unwrap().envelope.is_ok());
+    let send = done.get("send").unwrap();
+    assert!(send.envelope.is_ok() && send.recovered);
+    let charge = done.get("charge").unwrap().envelope.to_value();
+    assert_eq!(charge["error"]["code"], "outcome_unknown", "{charge}");
+    let snapshot = seen.lock().unwrap().clone();
+    let tools: Vec<&str> = snapshot.iter().map(|(t, _)| t.as_str()).collect();
+    assert!(tools.contains(&"look") && tools.contains(&"send") && !tools.contains(&"charge"));
+    // The key is stable: derived from the run and the call, whoever runs it.
+    let expected = ToolContext {
+        call_id: Arc::from("send"),
+        tool: Arc::from("send"),
+        attempt: 1,
+        caller: Arc::new(alice),
+        cancel: CancellationToken::new(),
+        host: None,
+        run_id: Arc::from(run_id.as_str()),
+        app_key: None,
+    }
+    .idempotency_key();
+    let key = &snapshot.iter().find(|(t, _)| t == "send").unwrap().1;
+    assert_eq!(key, &expected);
+    assert!(key.starts_with("tj_") && key.len() == 35);
+    // Finished now: a later resume runs nothing again.
+    engine.resume(&run_id).await.unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 2);
 }

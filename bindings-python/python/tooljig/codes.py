@@ -35,6 +35,7 @@ class ErrorCode(str, Enum):
     CANCELLED = "cancelled"
     EXTERNAL_API_ERROR = "external_api_error"
     INTERNAL_ERROR = "internal_error"
+    OUTCOME_UNKNOWN = "outcome_unknown"
     OUTPUT_TOO_LARGE = "output_too_large"
     INVALID_OUTPUT = "invalid_output"
     PENDING_APPROVAL = "pending_approval"

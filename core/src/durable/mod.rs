@@ -22,7 +22,7 @@ use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::handler::Handler;
 use crate::job::Job;
-use crate::policy::ApprovalRules;
+use crate::policy::{ApprovalRules, EffectClass};
 use approval::{ApprovalPredicate, ApprovalQuery, ApprovalRecord};
 use idempotency::{Claim, Outcome, Waiters};
 use preference::Preference;
@@ -156,13 +156,52 @@ async fn guard(
             Ok(Some(v)) => guarded.run_call = Some((key, v)),
             Ok(None) => {
                 match get_as::<RunCallRecord>(store, Namespace::RunCall, &key).await {
-                    Ok(Some((rec, _))) => rec.settle(result),
-                    Ok(None) => {
-                        store_failure(result, StoreError("the call's run record vanished".into()))
+                    // Started by a pass that died before recording a result: a tool that may
+                    // run again does (with the same idempotency key), under a fresh claim.
+                    Ok(Some((rec, version)))
+                        if rec.unfinished()
+                            && policy.resolved_effect_class() != EffectClass::AtMostOnce =>
+                    {
+                        match put_as(
+                            store,
+                            Namespace::RunCall,
+                            &key,
+                            Expect::Version(version),
+                            &started,
+                            Some(d.shared.run_ttl_ms),
+                        )
+                        .await
+                        {
+                            Ok(Some(v)) => {
+                                guarded.run_call = Some((key, v));
+                                result.recovered = true;
+                            }
+                            Ok(None) => {
+                                store_failure(
+                                    result,
+                                    StoreError("another pass claimed the call just now".into()),
+                                );
+                                return false;
+                            }
+                            Err(e) => {
+                                store_failure(result, e);
+                                return false;
+                            }
+                        }
                     }
-                    Err(e) => store_failure(result, e),
+                    Ok(Some((rec, _))) => {
+                        rec.settle(result);
+                        return false;
+                    }
+                    Ok(None) => {
+                        store_failure(result, StoreError("the call's run record vanished".into()));
+                        return false;
+                    }
+                    Err(e) => {
+                        store_failure(result, e);
+                        return false;
+                    }
                 }
-                return false;
             }
             Err(e) => {
                 store_failure(result, e);

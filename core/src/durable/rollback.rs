@@ -302,6 +302,8 @@ async fn undo(
         caller: Arc::new(record.caller.clone()),
         cancel: cancel.clone(),
         host,
+        run_id: Arc::from(record.id.as_str()),
+        app_key: None,
     };
     let run = AssertUnwindSafe(handler.call(input, ctx)).catch_unwind();
     let outcome = match timeout {

@@ -110,18 +110,29 @@ impl RunCallRecord {
         }
     }
 
-    /// Fills `result` for a call someone else already claimed.
+    /// Whether the pass that claimed this call stopped before recording its result.
+    pub(crate) fn unfinished(&self) -> bool {
+        self.result.is_none()
+    }
+
+    /// Fills `result` for a call someone else already claimed: its recorded result, or,
+    /// when the pass that started it died before recording one, `outcome_unknown`.
     pub(crate) fn settle(self, result: &mut CallResult) {
         match self.result {
             Some(done) => *result = done,
             None => {
-                result.envelope = Envelope::Error(ToolError::new(
-                    ErrorCode::InternalError,
-                    "this call was started by an earlier resume whose process stopped before it finished; \
-                     whether it took effect is unknown, so it was not run again",
-                ));
+                result.envelope = Envelope::Error(
+                    ToolError::new(
+                        ErrorCode::OutcomeUnknown,
+                        "this call started, and the process running it stopped before its result was \
+                         recorded; whether it took effect is unknown, so it was not run again",
+                    )
+                    .with("started_at_ms", self.at_ms)
+                    .with("reason", "crashed_mid_call"),
+                );
                 result.detail = Some(format!(
-                    "run call claimed at {} ms since the epoch and never finished",
+                    "run call claimed at {} ms since the epoch and never finished; its tool is \
+                     at_most_once, so it runs again only when the app or a person says so",
                     self.at_ms
                 ));
             }

@@ -52,6 +52,10 @@ pub struct Policy {
     // Guardrails (docs/guardrails.md): access, hidden arguments, limits, cache, audit.
     /// What the tool does to the world; only `read` tools may be cached.
     pub effect: Effect,
+    /// Whether a call may run again when a crash left its outcome unknown (see
+    /// [`EffectClass`]); unset, `read` tools are `pure` and the others `at_most_once`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect_class: Option<EffectClass>,
     /// The tool's own enabled flag: the default when no settings level speaks.
     pub enabled: bool,
     /// Scopes the caller must hold, all of them; `a|b` accepts either.
@@ -83,6 +87,22 @@ pub enum Effect {
     External,
 }
 
+/// Whether a call may run again when a crash left its outcome unknown: it started (its start
+/// was recorded) and no result was recorded. See `docs/durable-runs.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectClass {
+    /// No effect outside its result: runs again freely.
+    Pure,
+    /// Its effect happens once per idempotency key: it runs again with the same
+    /// [`ToolContext::idempotency_key`](crate::ToolContext), which the handler hands to the
+    /// downstream API (as payment and email APIs expect).
+    Idempotent,
+    /// Never run twice: a crash between start and result ends the call as
+    /// `outcome_unknown`, and it runs again only when the app or a person says so.
+    AtMostOnce,
+}
+
 /// How much harm a wrong call of a tool can do.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
@@ -111,6 +131,7 @@ impl Default for Policy {
             approval: ApprovalPolicy::default(),
             compensation: None,
             effect: Effect::default(),
+            effect_class: None,
             enabled: true,
             scopes: Vec::new(),
             roles: Vec::new(),
@@ -173,6 +194,21 @@ impl Policy {
     pub fn effect(mut self, effect: Effect) -> Self {
         self.effect = effect;
         self
+    }
+
+    /// Sets whether a call may run again after a crash left its outcome unknown.
+    pub fn effect_class(mut self, class: EffectClass) -> Self {
+        self.effect_class = Some(class);
+        self
+    }
+
+    /// The effect class that applies: the one set, else `pure` for `read` tools and
+    /// `at_most_once` for the others (assuming an effect is the safe mistake).
+    pub fn resolved_effect_class(&self) -> EffectClass {
+        self.effect_class.unwrap_or(match self.effect {
+            Effect::Read => EffectClass::Pure,
+            Effect::Write | Effect::External => EffectClass::AtMostOnce,
+        })
     }
 
     /// Sets the tool's own enabled flag.
