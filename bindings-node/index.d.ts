@@ -299,7 +299,7 @@ export declare function errorCodes(): Array<ErrorCodeInfo>
 
 /**
  * The idempotency key of a call from its parts: the core's
- * [`ToolContext::idempotency_key`], for the JS layer's `ctx.idempotencyKey`.
+ * `ToolContext::idempotency_key`, for the JS layer's `ctx.idempotencyKey`.
  */
 export declare function idempotencyKey(runId: string, callId: string, tool: string, appKey?: string | undefined | null): string
 

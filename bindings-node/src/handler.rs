@@ -32,15 +32,3 @@ impl Handler for JsHandler {
         })
     }
 }
-
-/// The idempotency key of a call from its parts: the core's
-/// [`ToolContext::idempotency_key`], for the JS layer's `ctx.idempotencyKey`.
-#[napi_derive::napi]
-pub fn idempotency_key(
-    run_id: String,
-    call_id: String,
-    tool: String,
-    app_key: Option<String>,
-) -> String {
-    tooljig::handler::idempotency_key(&run_id, &call_id, &tool, app_key.as_deref())
-}

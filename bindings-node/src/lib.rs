@@ -80,6 +80,18 @@ pub fn unexpected_message() -> String {
     tooljig::execute::UNEXPECTED_MESSAGE.to_string()
 }
 
+/// The idempotency key of a call from its parts: the core's
+/// `ToolContext::idempotency_key`, for the JS layer's `ctx.idempotencyKey`.
+#[napi]
+pub fn idempotency_key(
+    run_id: String,
+    call_id: String,
+    tool: String,
+    app_key: Option<String>,
+) -> String {
+    tooljig::handler::idempotency_key(&run_id, &call_id, &tool, app_key.as_deref())
+}
+
 /// `"release"` or `"debug"`: how the addon was compiled (benchmarks refuse debug builds).
 #[napi]
 pub fn build_profile() -> String {
