@@ -433,6 +433,8 @@ export interface EngineOptions {
   approvalPredicate?: (query: ApprovalQuery) => boolean | Promise<boolean>
   /** How long client-side calls wait for a submitted result (default 24 h). */
   externalExpiryMs?: number
+  /** How soon another process may take over a run whose process died (default 15 000 ms). */
+  runLeaseMs?: number
   /**
    * The app's secret (at least 32 bytes) sealing the audit chain and stored approval decisions
    * with HMAC-SHA256: bytes, or `'env:NAME'`, `'file:PATH'`, `'hex:HEX'` or the key itself.

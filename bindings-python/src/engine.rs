@@ -41,6 +41,7 @@ impl PyEngine {
         settings = None,
         approval_rules = None,
         external_expiry_ms = None,
+        run_lease_ms = None,
         audit = None,
         policy_hook = None,
         resolvers = None,
@@ -57,6 +58,7 @@ impl PyEngine {
         settings: Option<&Bound<'_, PyAny>>,
         approval_rules: Option<&Bound<'_, PyAny>>,
         external_expiry_ms: Option<u64>,
+        run_lease_ms: Option<u64>,
         audit: Option<&Bound<'_, PyAny>>,
         policy_hook: Option<(Py<PyAny>, bool)>,
         resolvers: Option<HashMap<String, (Py<PyAny>, bool)>>,
@@ -86,6 +88,9 @@ impl PyEngine {
         }
         if let Some(ms) = external_expiry_ms {
             options.insert("external_expiry_ms".into(), ms.into());
+        }
+        if let Some(ms) = run_lease_ms {
+            options.insert("run_lease_ms".into(), ms.into());
         }
         let mut engine = EngineOptions::from_value(Value::Object(options))
             .and_then(EngineOptions::build)

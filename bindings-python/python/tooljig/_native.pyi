@@ -51,6 +51,7 @@ class Engine:
         settings: Mapping[str, Any] | None = None,
         approval_rules: Mapping[str, Any] | None = None,
         external_expiry_ms: int | None = None,
+        run_lease_ms: int | None = None,
         audit: str | Mapping[str, str] | None = None,
         policy_hook: tuple[Callable[[dict[str, Any]], Any], bool] | None = None,
         resolvers: Mapping[str, tuple[Callable[[dict[str, Any]], Any], bool]] | None = None,

@@ -52,7 +52,8 @@ class Engine(DurableRuns):
     ``schema_resources`` maps URIs to schema documents that ``$ref`` may name (nothing is
     fetched over the network); ``settings`` are the enabled flags (``system``, ``tenants``,
     ``departments``, ``users``: tool name or ``"*"`` → bool); ``approval_rules`` (e.g.
-    ``{"min_risk": "high"}``) and ``external_expiry_ms`` configure durable runs.
+    ``{"min_risk": "high"}``), ``external_expiry_ms`` and ``run_lease_ms`` (how soon another
+    process may take over a run whose process died; 15 000 by default) configure durable runs.
 
     Guardrails: ``audit`` (:class:`MemoryAudit`, :class:`SqliteAudit` or :class:`JsonlAudit`)
     keeps a hash-chained record of every call; ``policy_hook(request)`` is the app's last
@@ -85,6 +86,7 @@ class Engine(DurableRuns):
         settings: Mapping[str, Any] | None = None,
         approval_rules: Mapping[str, Any] | None = None,
         external_expiry_ms: int | None = None,
+        run_lease_ms: int | None = None,
         audit: AuditLog | None = None,
         policy_hook: Callable[[dict[str, Any]], Any] | None = None,
         resolvers: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
@@ -108,6 +110,7 @@ class Engine(DurableRuns):
             settings=dict(settings) if settings is not None else None,
             approval_rules=dict(approval_rules) if approval_rules is not None else None,
             external_expiry_ms=external_expiry_ms,
+            run_lease_ms=run_lease_ms,
             audit=audit._option() if audit is not None else None,
             policy_hook=_app_callable("policy_hook", policy_hook) if policy_hook is not None else None,
             resolvers={

@@ -10,6 +10,7 @@
 pub mod approval;
 pub mod external;
 pub mod idempotency;
+pub(crate) mod lease;
 pub mod preference;
 pub mod rollback;
 pub mod run;
@@ -52,6 +53,8 @@ pub struct Durable {
     pub(crate) run_ttl_ms: u64,
     /// Seals decisions when set (see `approval::seal`).
     pub(crate) seal_key: Option<crate::seal::SealKey>,
+    /// How long a run's lease lasts without a heartbeat (see `lease.rs`).
+    pub(crate) lease_ms: u64,
 }
 
 impl Default for Durable {
@@ -66,6 +69,7 @@ impl Default for Durable {
             external_expiry_ms: DEFAULT_EXTERNAL_EXPIRY_MS,
             run_ttl_ms: DEFAULT_RUN_TTL_MS,
             seal_key: None,
+            lease_ms: lease::DEFAULT_LEASE_MS,
         }
     }
 }
@@ -90,15 +94,17 @@ pub struct CallDurable {
     pub(crate) idempotency_key: Option<String>,
     /// A decision taken while the run was suspended: run exactly its arguments.
     pub(crate) approved: Option<Box<ApprovalRecord>>,
-    /// This pass resumes a suspended run: claim the call in the run first.
-    pub(crate) resumed: bool,
+    /// The run is durable (kept in the app's store) or resumed: each call is claimed in the
+    /// run before it starts and finished there with its result, so a later pass knows which
+    /// calls never started, which finished, and which a crash cut off.
+    pub(crate) claims: bool,
 }
 
 impl std::fmt::Debug for CallDurable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallDurable")
             .field("run_id", &self.run_id)
-            .field("resumed", &self.resumed)
+            .field("claims", &self.claims)
             .finish_non_exhaustive()
     }
 }
@@ -140,7 +146,7 @@ async fn guard(
     let tool = job.tool.clone();
     let policy = &tool.spec.policy;
 
-    if d.resumed {
+    if d.claims {
         let key = run_call_key(&d.run_id, &job.id);
         let started = RunCallRecord::started();
         match put_as(

@@ -2,11 +2,17 @@
 //! persisted in the state store under an id ([`persist`]). [`Engine::resume`](crate::Engine::resume) continues it in this
 //! process or any other that opens the same store: finished calls keep their stored
 //! results, decided approvals and submitted results settle their calls, and the calls that
-//! waited on them run. A call is never run twice: in a resumed pass each call is claimed in
-//! the store before it starts, and a claim left by a process that died mid-call is reported,
-//! not run again.
+//! waited on them run.
+//!
+//! With a store the app gave, a run is written before its first call starts ([`start`]),
+//! under a lease its pass renews (`lease.rs`), and each call is claimed in the store before
+//! it starts and finished there with its result. So a pass cut off by a crash — the first
+//! one too — is resumable by any process once its lease lapses: calls that never started
+//! run, finished ones keep their result, and one that started and never finished is decided
+//! by its tool's effect class (`durable/mod.rs`).
 
 use super::approval::{self, ApprovalRecord};
+use super::lease::{self, Lease};
 use super::run_record::{call_step, step};
 use super::store::{Expect, Namespace, StateStore, StoreError, get_as, now_ms, put_as};
 use super::{CallDurable, Durable, external, rollback};
@@ -27,7 +33,8 @@ pub use super::run_record::{RunCallRecord, RunLease, RunRecord, RunState, RunSte
 pub(crate) struct Pass {
     pub shared: Arc<Durable>,
     pub run_id: Arc<str>,
-    pub resumed: bool,
+    /// Calls are claimed in the store before they start (see `CallDurable::claims`).
+    pub claims: bool,
     settled: Arc<HashMap<String, CallResult>>,
     /// Of `settled`, the calls whose outcome is new in this pass (a decision or a client
     /// result arrived): they are audited and recorded; the rest were already.
@@ -37,7 +44,7 @@ pub(crate) struct Pass {
 }
 
 impl Pass {
-    fn new(shared: Arc<Durable>, run_id: Arc<str>, calls: &[Call], resumed: bool) -> Self {
+    fn new(shared: Arc<Durable>, run_id: Arc<str>, calls: &[Call], claims: bool) -> Self {
         let keys = calls
             .iter()
             .filter_map(|c| Some((c.id.clone(), c.idempotency_key.clone()?)))
@@ -45,7 +52,7 @@ impl Pass {
         Pass {
             shared,
             run_id,
-            resumed,
+            claims,
             settled: Default::default(),
             changed: Default::default(),
             approved: Default::default(),
@@ -77,9 +84,28 @@ impl Pass {
             run_id: self.run_id.clone(),
             idempotency_key: self.keys.get(call_id).cloned(),
             approved: self.approved.get(call_id).cloned().map(Box::new),
-            resumed: self.resumed,
+            claims: self.claims,
         }
     }
+}
+
+/// The token a pass's lease fires when another process took the run over: the batch's own
+/// (a child of the app's, so the app's is never cancelled by it). Only a durable pass holds a
+/// lease; the others keep their options as they are.
+pub(crate) fn batch_token(
+    options: &mut BatchOptions,
+    durable: bool,
+) -> tokio_util::sync::CancellationToken {
+    if !durable {
+        return options.cancel.clone().unwrap_or_default();
+    }
+    let token = options
+        .cancel
+        .as_ref()
+        .map(|c| c.child_token())
+        .unwrap_or_default();
+    options.cancel = Some(token.clone());
+    token
 }
 
 /// Gives every call an id, as planning would, so stored calls and results line up.
@@ -112,7 +138,96 @@ pub(crate) enum Resumed {
         version: u64,
         /// What earlier passes settled and what was decided since.
         pass: Pass,
+        /// This process's lease on the run, released after [`persist`].
+        lease: Lease,
     },
+}
+
+/// A first pass as it starts: for a durable run (the app gave a store), the run as written
+/// before any call starts and this process's lease on it.
+pub(crate) struct Started {
+    /// The pass.
+    pub pass: Pass,
+    /// The run as written, and its version, for [`persist`].
+    pub prior: Option<(RunRecord, u64)>,
+    /// The lease, released after [`persist`].
+    pub lease: Option<Lease>,
+}
+
+/// Starts the first pass of a batch. With a store the app gave, the run is written first
+/// (state `running`) under a lease renewed until the pass ends, and calls are claimed as
+/// they start, so a crash anywhere leaves a resumable run. `cancel` is the batch's token,
+/// fired when the lease is lost. A store that fails here leaves the pass as without one (the
+/// run is written at its end, if it can be).
+pub(crate) async fn start(
+    durable: &Arc<Durable>,
+    calls: &[Call],
+    caller: &Caller,
+    options: &BatchOptions,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Started {
+    let mut pass = Pass::fresh(durable, calls);
+    if !durable.explicit_store {
+        return Started {
+            pass,
+            prior: None,
+            lease: None,
+        };
+    }
+    let written = async {
+        let lease = lease::acquire(
+            &durable.store,
+            &pass.run_id,
+            durable.lease_ms,
+            cancel.clone(),
+        )
+        .await?
+        .ok_or_else(|| StoreError("a fresh run id was already leased".into()))?;
+        let record = RunRecord {
+            id: pass.run_id.to_string(),
+            caller: caller.clone(),
+            calls: calls.to_vec(),
+            options: options.clone(),
+            results: Vec::new(),
+            state: RunState::Running,
+            completed: Vec::new(),
+            steps: vec![step(1, "started", None, Value::Null)],
+            passes: 1,
+            created_at_ms: now_ms(),
+            resuming: None,
+            rollback: Vec::new(),
+        };
+        let version = put_as(
+            durable.store.as_ref(),
+            Namespace::Run,
+            &record.id,
+            Expect::Absent,
+            &record,
+            Some(durable.run_ttl_ms),
+        )
+        .await?
+        .ok_or_else(|| StoreError("a fresh run id was already taken".into()))?;
+        Ok::<_, StoreError>((record, version, lease))
+    }
+    .await;
+    match written {
+        Ok((record, version, lease)) => {
+            pass.claims = true;
+            Started {
+                pass,
+                prior: Some((record, version)),
+                lease: Some(lease),
+            }
+        }
+        Err(e) => {
+            tracing::error!(run_id = %pass.run_id, error = %e.0, "tooljig: the run could not be written before it started; it is written when it ends");
+            Started {
+                pass,
+                prior: None,
+                lease: None,
+            }
+        }
+    }
 }
 
 /// Claims a suspended run for a new pass: refused when the run is unknown (or expired) or
@@ -122,9 +237,10 @@ pub(crate) enum Resumed {
 pub(crate) async fn begin_resume(
     durable: &Arc<Durable>,
     run_id: &str,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Resumed, ToolError> {
     let store = durable.store.as_ref();
-    let Some((mut record, version)) = get_as::<RunRecord>(store, Namespace::Run, run_id)
+    let Some((record, version)) = get_as::<RunRecord>(store, Namespace::Run, run_id)
         .await
         .map_err(store_refusal)?
     else {
@@ -142,25 +258,44 @@ pub(crate) async fn begin_resume(
             rollback: None,
         }));
     }
-    let now = now_ms();
-    if record.resuming.as_ref().is_some_and(|l| l.until_ms > now) {
-        return Err(refusal(
+    let busy = || {
+        refusal(
             ErrorCode::Conflict,
             "run_busy",
-            format!("run {run_id} is being resumed by another process right now"),
-        ));
+            format!("run {run_id} is being run by another process right now"),
+        )
+    };
+    let Some(lease) = lease::acquire(&durable.store, run_id, durable.lease_ms, cancel.clone())
+        .await
+        .map_err(store_refusal)?
+    else {
+        return Err(busy());
+    };
+    // Read again under the lease: the holder before may have finished it meanwhile.
+    let (mut record, version) = match get_as::<RunRecord>(store, Namespace::Run, run_id).await {
+        Ok(Some(found)) if found.1 != version => found,
+        Ok(_) => (record, version),
+        Err(e) => {
+            lease.release().await;
+            return Err(store_refusal(e));
+        }
+    };
+    if record.state == RunState::Finished {
+        lease.release().await;
+        return Ok(Resumed::Finished(BatchResult {
+            results: record.results,
+            duration_us: 0,
+            run_id: Some(record.id),
+            rollback: None,
+        }));
     }
-    let lease_ms = record.options.deadline_ms.unwrap_or(10 * 60 * 1000) + 60_000;
-    record.resuming = Some(RunLease {
-        owner: uuid::Uuid::new_v4().to_string(),
-        until_ms: now.saturating_add(lease_ms),
-    });
+    record.resuming = None;
     record.passes += 1;
     let pass_no = record.passes;
     record
         .steps
         .push(step(pass_no, "resumed", None, Value::Null));
-    let Some(version) = put_as(
+    let claimed = put_as(
         store,
         Namespace::Run,
         run_id,
@@ -168,14 +303,17 @@ pub(crate) async fn begin_resume(
         &record,
         Some(durable.run_ttl_ms),
     )
-    .await
-    .map_err(store_refusal)?
-    else {
-        return Err(refusal(
-            ErrorCode::Conflict,
-            "run_busy",
-            format!("run {run_id} changed while resuming it; another process resumed it"),
-        ));
+    .await;
+    let version = match claimed {
+        Ok(Some(v)) => v,
+        Ok(None) => {
+            lease.release().await;
+            return Err(busy());
+        }
+        Err(e) => {
+            lease.release().await;
+            return Err(store_refusal(e));
+        }
     };
 
     let mut settled = HashMap::new();
@@ -245,6 +383,7 @@ pub(crate) async fn begin_resume(
         record: Box::new(record),
         version,
         pass,
+        lease,
     })
 }
 
@@ -256,16 +395,21 @@ pub async fn get(store: &dyn StateStore, run_id: &str) -> Result<Option<RunRecor
         .map_err(store_refusal)
 }
 
-/// After the first pass of a batch: see [`persist`]. A store failure leaves the results as
-/// they are, without a run id (the run cannot be resumed), and is logged.
+/// After the first pass of a batch: see [`persist`], then the lease is given up. A store
+/// failure leaves the results as they are, without a run id (the run cannot be resumed),
+/// and is logged.
 pub(crate) async fn finish_pass(
     tools: &Snapshot,
-    pass: &Pass,
+    started: Started,
     kept: (Vec<Call>, Caller, BatchOptions),
     out: BatchResult,
 ) -> BatchResult {
+    let Started { pass, prior, lease } = started;
     let (calls, caller, options) = kept;
-    let (out, err) = persist(tools, pass, Some((calls, caller)), &options, out, None).await;
+    let (out, err) = persist(tools, &pass, Some((calls, caller)), &options, out, prior).await;
+    if let Some(lease) = lease {
+        lease.release().await;
+    }
     if let Some(e) = err {
         tracing::error!(run_id = %pass.run_id, error = %e, "tooljig: the run was not persisted");
     }

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunState {
+    /// A pass is running it now, or was when its process died: `resume` takes it over once
+    /// that pass's lease lapses.
+    Running,
     /// Some calls wait for a decision or a client result; resume it later.
     Suspended,
     /// Every call has its final result.
@@ -38,7 +41,8 @@ pub struct RunStep {
     pub detail: Value,
 }
 
-/// Who holds a run while resuming it.
+/// Who held a run while resuming it, in records written before leases had a record of their
+/// own (`lease.rs`); read, never written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunLease {
     /// A random id of the resuming pass.
@@ -70,7 +74,7 @@ pub struct RunRecord {
     pub passes: u32,
     /// When the run started, ms since the epoch.
     pub created_at_ms: u64,
-    /// Held while a pass resumes it.
+    /// Held while a pass resumed it, in records of earlier versions (now `lease.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resuming: Option<RunLease>,
     /// Compensations run for it.

@@ -101,6 +101,14 @@ impl Engine {
         self
     }
 
+    /// How long a run's lease lasts without a heartbeat (15 s by default): after a process
+    /// running a run dies, another may take the run over this long after its last beat.
+    /// Shorter takes over sooner; the heartbeat renews every third of it.
+    pub fn with_run_lease_ms(mut self, ms: u64) -> Self {
+        self.durable_mut().lease_ms = ms.max(30);
+        self
+    }
+
     /// Sets the engine-wide approval rules (risk threshold).
     pub fn with_approval_rules(mut self, rules: ApprovalRules) -> Self {
         self.durable_mut().rules = rules;

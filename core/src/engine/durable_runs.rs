@@ -175,7 +175,9 @@ impl Engine {
     /// calls that waited on them run. Finished calls are never run again. Returns every
     /// call's result; the run stays suspended while any call still waits.
     ///
-    /// Refused when the run is unknown (or expired), or another process is resuming it.
+    /// Another process running the run at the same moment is waited for (see
+    /// [`Engine::resume_with`]'s `deadline_ms`): one pass runs each call, and both return
+    /// its results. Refused when the run is unknown (or expired).
     pub async fn resume(&self, run_id: &str) -> Result<BatchResult, ToolError> {
         self.resume_with(run_id, BatchOptions::default()).await
     }
@@ -188,13 +190,16 @@ impl Engine {
         run_id: &str,
         live: BatchOptions,
     ) -> Result<BatchResult, ToolError> {
-        let (record, version, pass) = match run::begin_resume(&self.durable, run_id).await? {
+        let mut live = live;
+        let cancel = run::batch_token(&mut live, true);
+        let (record, version, pass, lease) = match self.claim_run(run_id, &live, &cancel).await? {
             Resumed::Finished(out) => return Ok(out),
             Resumed::Claimed {
                 record,
                 version,
                 pass,
-            } => (*record, version, pass),
+                lease,
+            } => (*record, version, pass, lease),
         };
         let mut options = record.options.clone();
         options.cancel = live.cancel;
@@ -212,10 +217,42 @@ impl Engine {
         let tools = self.registry.snapshot();
         let prior = Some((record, version));
         let (out, refused) = run::persist(&tools, &pass, None, &options, out, prior).await;
+        lease.release().await;
         self.guards.flush().await;
         match refused {
             None => Ok(out),
             Some(e) => Err(e),
+        }
+    }
+
+    /// Claims a run for a pass, waiting while another process runs it: when that pass ends,
+    /// its results are what this resume returns (or, if the run is still suspended, this
+    /// pass goes on from them); when that process died, its lease lapses and this pass takes
+    /// over. Waits at most the live `deadline_ms` (five minutes without one), or until the
+    /// live `cancel` fires; then refused with `run_busy`.
+    async fn claim_run(
+        &self,
+        run_id: &str,
+        live: &BatchOptions,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Resumed, ToolError> {
+        let patience = std::time::Duration::from_millis(live.deadline_ms.unwrap_or(5 * 60 * 1000));
+        let give_up = tokio::time::Instant::now() + patience;
+        let mut wait = std::time::Duration::from_millis(20);
+        loop {
+            match run::begin_resume(&self.durable, run_id, cancel).await {
+                Err(e) if e.details.get("reason").and_then(|r| r.as_str()) == Some("run_busy") => {
+                    if tokio::time::Instant::now() + wait > give_up || cancel.is_cancelled() {
+                        return Err(e);
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = cancel.cancelled() => return Err(e),
+                    }
+                    wait = (wait * 2).min(std::time::Duration::from_millis(250));
+                }
+                other => return other,
+            }
         }
     }
 

@@ -65,17 +65,18 @@ impl Engine {
         &self,
         mut calls: Vec<Call>,
         caller: Caller,
-        options: BatchOptions,
+        mut options: BatchOptions,
     ) -> BatchResult {
         // Durable runs (`durable/run.rs`): the batch is a run that may suspend, resume,
         // roll back.
         run::number_calls(&mut calls);
-        let pass = run::Pass::fresh(&self.durable, &calls);
+        let cancel = run::batch_token(&mut options, self.durable.explicit_store);
+        let started = run::start(&self.durable, &calls, &caller, &options, &cancel).await;
         let kept = (calls.clone(), caller.clone(), options.clone());
-        let out = Batch::new(self, calls, caller, options, pass.clone())
+        let out = Batch::new(self, calls, caller, options, started.pass.clone())
             .drive()
             .await;
-        let out = run::finish_pass(&self.registry.snapshot(), &pass, kept, out).await;
+        let out = run::finish_pass(&self.registry.snapshot(), started, kept, out).await;
         // Step 11: the batch's audit records are durable before the app sees its results.
         self.guards.flush().await;
         out

@@ -42,6 +42,8 @@ pub struct EngineOptions {
     pub approval_rules: Option<ApprovalRules>,
     /// How long client-side calls wait for their result, in ms.
     pub external_expiry_ms: Option<u64>,
+    /// How long a run's lease lasts without a heartbeat, in ms (15 000 by default).
+    pub run_lease_ms: Option<u64>,
     /// Where audit records go.
     pub audit: Option<AuditSpec>,
     /// Where durable state lives; given, every batch is a run.
@@ -104,6 +106,14 @@ impl EngineOptions {
                         )
                     })?)
                 }
+                "run_lease_ms" => {
+                    options.run_lease_ms = Some(value.as_u64().ok_or_else(|| {
+                        OptionsError::new(
+                            &key,
+                            format!("expected a whole number of milliseconds, got {value}"),
+                        )
+                    })?)
+                }
                 "audit" => {
                     options.audit =
                         Some(AuditSpec::parse(&value).map_err(|m| OptionsError::new(&key, m))?)
@@ -146,6 +156,7 @@ impl EngineOptions {
         "settings",
         "approval_rules",
         "external_expiry_ms",
+        "run_lease_ms",
         "audit",
         "state_store",
         "seal_key",
@@ -169,6 +180,9 @@ impl EngineOptions {
         }
         if let Some(ms) = self.external_expiry_ms {
             engine = engine.with_external_expiry_ms(ms);
+        }
+        if let Some(ms) = self.run_lease_ms {
+            engine = engine.with_run_lease_ms(ms);
         }
         let mut audit_options = AuditOptions {
             key: self.seal_key.clone(),

@@ -32,8 +32,11 @@ pub enum Namespace {
     Preference,
     /// Runs (batches that suspended, or may be rolled back), by run id.
     Run,
-    /// Calls of a run started or finished after it resumed, by `run_id/call_id`.
+    /// Calls of a durable run, claimed when they start and finished with their result, by
+    /// `run_id/call_id`.
     RunCall,
+    /// Who runs a run right now (a lease renewed by a heartbeat), by run id.
+    RunLease,
     /// Client-side calls awaiting a submitted result, by `run_id/call_id`.
     External,
     /// Compensations that ran (or were claimed), by `run_id/call_id`.
@@ -49,6 +52,7 @@ impl Namespace {
             Namespace::Preference => "preference",
             Namespace::Run => "run",
             Namespace::RunCall => "run_call",
+            Namespace::RunLease => "run_lease",
             Namespace::External => "external",
             Namespace::Compensation => "compensation",
         }

@@ -1,0 +1,146 @@
+//! Who runs a run right now: a lease in the state store, renewed by a heartbeat while its
+//! pass runs. A process that dies stops renewing, and once the lease lapses (a few seconds,
+//! not the run's deadline) any process may take the run over with `resume`. A holder that
+//! finds its lease taken (it stalled past the lapse, and another process took over) sees
+//! the token it gave [`acquire`] fire: its pass stops starting calls.
+
+use super::store::{Expect, Namespace, StateStore, StoreError, get_as, now_ms, put_as};
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Default of how long a lease lasts without a heartbeat: 15 seconds.
+pub const DEFAULT_LEASE_MS: u64 = 15_000;
+
+/// A lease as stored, under the run's id.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Held {
+    /// A random id of the holding pass.
+    owner: String,
+    /// The lease lapses then, ms since the epoch, unless renewed before.
+    until_ms: u64,
+}
+
+/// A lease this process holds; renewed in the background until [`Lease::release`].
+pub(crate) struct Lease {
+    store: Arc<dyn StateStore>,
+    run_id: String,
+    owner: String,
+    version: Arc<Mutex<u64>>,
+    stop: CancellationToken,
+    lost: CancellationToken,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("run_id", &self.run_id)
+            .field("owner", &self.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Takes the lease on `run_id` for `lease_ms`, unless a live holder has it (`Ok(None)`): a
+/// lease past its time is taken over, by compare-and-set, so two takers never both win.
+pub(crate) async fn acquire(
+    store: &Arc<dyn StateStore>,
+    run_id: &str,
+    lease_ms: u64,
+    on_lost: CancellationToken,
+) -> Result<Option<Lease>, StoreError> {
+    let owner = uuid::Uuid::new_v4().simple().to_string();
+    let now = now_ms();
+    let held = Held {
+        owner: owner.clone(),
+        until_ms: now.saturating_add(lease_ms),
+    };
+    let expect = match get_as::<Held>(store.as_ref(), Namespace::RunLease, run_id).await? {
+        Some((current, _)) if current.until_ms > now => return Ok(None),
+        Some((_, version)) => Expect::Version(version),
+        None => Expect::Absent,
+    };
+    let keep = Some(lease_ms.saturating_mul(4));
+    let Some(version) = put_as(
+        store.as_ref(),
+        Namespace::RunLease,
+        run_id,
+        expect,
+        &held,
+        keep,
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let lease = Lease {
+        store: store.clone(),
+        run_id: run_id.to_string(),
+        owner,
+        version: Arc::new(Mutex::new(version)),
+        stop: CancellationToken::new(),
+        lost: on_lost,
+    };
+    lease.heartbeat(lease_ms);
+    Ok(Some(lease))
+}
+
+impl Lease {
+    /// Renews the lease every third of its length until released.
+    fn heartbeat(&self, lease_ms: u64) {
+        let (store, run_id, owner) = (self.store.clone(), self.run_id.clone(), self.owner.clone());
+        let (version, stop, lost) = (self.version.clone(), self.stop.clone(), self.lost.clone());
+        let every = Duration::from_millis((lease_ms / 3).max(1));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                let held = Held {
+                    owner: owner.clone(),
+                    until_ms: now_ms().saturating_add(lease_ms),
+                };
+                let current = *version.lock().unwrap_or_else(|p| p.into_inner());
+                let renewed = put_as(
+                    store.as_ref(),
+                    Namespace::RunLease,
+                    &run_id,
+                    Expect::Version(current),
+                    &held,
+                    Some(lease_ms.saturating_mul(4)),
+                )
+                .await;
+                match renewed {
+                    Ok(Some(v)) => *version.lock().unwrap_or_else(|p| p.into_inner()) = v,
+                    Ok(None) => {
+                        tracing::error!(target: "tooljig::run", run_id = %run_id, "the run's lease was taken over by another process; this pass stops");
+                        lost.cancel();
+                        return;
+                    }
+                    // A store hiccup: try again at the next beat; the lease has two more.
+                    Err(e) => {
+                        tracing::warn!(target: "tooljig::run", run_id = %run_id, error = %e.0, "renewing the run's lease failed")
+                    }
+                }
+            }
+        });
+    }
+
+    /// Stops the heartbeat and gives the lease up, so the run can be resumed at once.
+    pub(crate) async fn release(self) {
+        self.stop.cancel();
+        let version = *self.version.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = self
+            .store
+            .delete(Namespace::RunLease, &self.run_id, version)
+            .await;
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // Released or not, the heartbeat ends with the holder.
+        self.stop.cancel();
+    }
+}
