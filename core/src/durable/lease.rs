@@ -55,23 +55,31 @@ pub(crate) async fn acquire(
         owner: owner.clone(),
         until_ms: now.saturating_add(lease_ms),
     };
-    let expect = match get_as::<Held>(store.as_ref(), Namespace::RunLease, run_id).await? {
-        Some((current, _)) if current.until_ms > now => return Ok(None),
-        Some((_, version)) => Expect::Version(version),
-        None => Expect::Absent,
-    };
     let keep = Some(lease_ms.saturating_mul(4));
-    let Some(version) = put_as(
-        store.as_ref(),
-        Namespace::RunLease,
-        run_id,
-        expect,
-        &held,
-        keep,
-    )
-    .await?
-    else {
-        return Ok(None);
+    let put = |expect| {
+        put_as(
+            store.as_ref(),
+            Namespace::RunLease,
+            run_id,
+            expect,
+            &held,
+            keep,
+        )
+    };
+    // Nobody holds it, the common case (a lease is deleted when its pass ends): one write.
+    let version = match put(Expect::Absent).await? {
+        Some(version) => version,
+        None => {
+            let expect = match get_as::<Held>(store.as_ref(), Namespace::RunLease, run_id).await? {
+                Some((current, _)) if current.until_ms > now => return Ok(None),
+                Some((_, version)) => Expect::Version(version),
+                None => Expect::Absent,
+            };
+            match put(expect).await? {
+                Some(version) => version,
+                None => return Ok(None),
+            }
+        }
     };
     let lease = Lease {
         store: store.clone(),

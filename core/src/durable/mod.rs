@@ -146,76 +146,6 @@ async fn guard(
     let tool = job.tool.clone();
     let policy = &tool.spec.policy;
 
-    if d.claims {
-        let key = run_call_key(&d.run_id, &job.id);
-        let started = RunCallRecord::started();
-        match put_as(
-            store,
-            Namespace::RunCall,
-            &key,
-            Expect::Absent,
-            &started,
-            Some(d.shared.run_ttl_ms),
-        )
-        .await
-        {
-            Ok(Some(v)) => guarded.run_call = Some((key, v)),
-            Ok(None) => {
-                match get_as::<RunCallRecord>(store, Namespace::RunCall, &key).await {
-                    // Started by a pass that died before recording a result: a tool that may
-                    // run again does (with the same idempotency key), under a fresh claim.
-                    Ok(Some((rec, version)))
-                        if rec.unfinished()
-                            && policy.resolved_effect_class() != EffectClass::AtMostOnce =>
-                    {
-                        match put_as(
-                            store,
-                            Namespace::RunCall,
-                            &key,
-                            Expect::Version(version),
-                            &started,
-                            Some(d.shared.run_ttl_ms),
-                        )
-                        .await
-                        {
-                            Ok(Some(v)) => {
-                                guarded.run_call = Some((key, v));
-                                result.recovered = true;
-                            }
-                            Ok(None) => {
-                                store_failure(
-                                    result,
-                                    StoreError("another pass claimed the call just now".into()),
-                                );
-                                return false;
-                            }
-                            Err(e) => {
-                                store_failure(result, e);
-                                return false;
-                            }
-                        }
-                    }
-                    Ok(Some((rec, _))) => {
-                        rec.settle(result);
-                        return false;
-                    }
-                    Ok(None) => {
-                        store_failure(result, StoreError("the call's run record vanished".into()));
-                        return false;
-                    }
-                    Err(e) => {
-                        store_failure(result, e);
-                        return false;
-                    }
-                }
-            }
-            Err(e) => {
-                store_failure(result, e);
-                return false;
-            }
-        }
-    }
-
     let caller = job.caller.clone();
     let key = |args: &serde_json::Value| {
         idempotency::key_for(
@@ -328,6 +258,11 @@ async fn guard(
         }
     }
 
+    // The call will run: claim it in its run (a durable or resumed pass).
+    if d.claims && !claim_in_run(d, job, result, guarded).await {
+        return false;
+    }
+
     // Step 7, second half: claim the key.
     if let Some(k) = first_key {
         let fingerprint = hash_value(&job.arguments);
@@ -369,6 +304,88 @@ pub fn approved_input(d: &CallDurable, job: &mut Job) -> Result<(), ToolError> {
             approval::approved_input(rec, &job.tool.spec, place, d.shared.seal_key.as_ref())?;
     }
     Ok(())
+}
+
+/// Claims the call in its run before its effect (a durable or resumed pass): `false` when
+/// it must not run, `result` then saying why (finished by an earlier pass: its result; cut
+/// off by a crash: by its effect class). Made after the approval step and the idempotency
+/// replay, so a replayed or pending call costs no claim.
+async fn claim_in_run(
+    d: &CallDurable,
+    job: &Job,
+    result: &mut CallResult,
+    guarded: &mut Guarded,
+) -> bool {
+    let store = d.shared.store.as_ref();
+    let policy = &job.tool.spec.policy;
+    let key = run_call_key(&d.run_id, &job.id);
+    let started = RunCallRecord::started();
+    match put_as(
+        store,
+        Namespace::RunCall,
+        &key,
+        Expect::Absent,
+        &started,
+        Some(d.shared.run_ttl_ms),
+    )
+    .await
+    {
+        Ok(Some(v)) => guarded.run_call = Some((key, v)),
+        Ok(None) => {
+            match get_as::<RunCallRecord>(store, Namespace::RunCall, &key).await {
+                // Started by a pass that died before recording a result: a tool that may
+                // run again does (with the same idempotency key), under a fresh claim.
+                Ok(Some((rec, version)))
+                    if rec.unfinished()
+                        && policy.resolved_effect_class() != EffectClass::AtMostOnce =>
+                {
+                    match put_as(
+                        store,
+                        Namespace::RunCall,
+                        &key,
+                        Expect::Version(version),
+                        &started,
+                        Some(d.shared.run_ttl_ms),
+                    )
+                    .await
+                    {
+                        Ok(Some(v)) => {
+                            guarded.run_call = Some((key, v));
+                            result.recovered = true;
+                        }
+                        Ok(None) => {
+                            store_failure(
+                                result,
+                                StoreError("another pass claimed the call just now".into()),
+                            );
+                            return false;
+                        }
+                        Err(e) => {
+                            store_failure(result, e);
+                            return false;
+                        }
+                    }
+                }
+                Ok(Some((rec, _))) => {
+                    rec.settle(result);
+                    return false;
+                }
+                Ok(None) => {
+                    store_failure(result, StoreError("the call's run record vanished".into()));
+                    return false;
+                }
+                Err(e) => {
+                    store_failure(result, e);
+                    return false;
+                }
+            }
+        }
+        Err(e) => {
+            store_failure(result, e);
+            return false;
+        }
+    }
+    true
 }
 
 /// Records what the call came to: its idempotency record, and in a resumed run, its

@@ -175,14 +175,6 @@ pub(crate) async fn start(
         };
     }
     let written = async {
-        let lease = lease::acquire(
-            &durable.store,
-            &pass.run_id,
-            durable.lease_ms,
-            cancel.clone(),
-        )
-        .await?
-        .ok_or_else(|| StoreError("a fresh run id was already leased".into()))?;
         let record = RunRecord {
             id: pass.run_id.to_string(),
             caller: caller.clone(),
@@ -197,16 +189,26 @@ pub(crate) async fn start(
             resuming: None,
             rollback: Vec::new(),
         };
-        let version = put_as(
-            durable.store.as_ref(),
-            Namespace::Run,
-            &record.id,
-            Expect::Absent,
-            &record,
-            Some(durable.run_ttl_ms),
-        )
-        .await?
-        .ok_or_else(|| StoreError("a fresh run id was already taken".into()))?;
+        // The lease and the record in one group commit of the store.
+        let (lease, version) = tokio::join!(
+            lease::acquire(
+                &durable.store,
+                &pass.run_id,
+                durable.lease_ms,
+                cancel.clone()
+            ),
+            put_as(
+                durable.store.as_ref(),
+                Namespace::Run,
+                &record.id,
+                Expect::Absent,
+                &record,
+                Some(durable.run_ttl_ms),
+            )
+        );
+        let lease = lease?.ok_or_else(|| StoreError("a fresh run id was already leased".into()))?;
+        let version =
+            version?.ok_or_else(|| StoreError("a fresh run id was already taken".into()))?;
         Ok::<_, StoreError>((record, version, lease))
     }
     .await;
@@ -408,7 +410,8 @@ pub(crate) async fn finish_pass(
     let (calls, caller, options) = kept;
     let (out, err) = persist(tools, &pass, Some((calls, caller)), &options, out, prior).await;
     if let Some(lease) = lease {
-        lease.release().await;
+        // The run is final: nobody needs to wait for the lease's removal.
+        tokio::spawn(lease.release());
     }
     if let Some(e) = err {
         tracing::error!(run_id = %pass.run_id, error = %e, "tooljig: the run was not persisted");

@@ -9,9 +9,9 @@
 
 use crate::guard::audit::chain::{Chain, ChainReport, Link};
 use crate::guard::audit::options::AuditOptions;
+use crate::guard::audit::options::Durability;
 use crate::guard::audit::query::AuditQuery;
 use crate::guard::audit::record::AuditRecord;
-use crate::guard::audit::sqlite::Durability;
 use crate::guard::audit::writer::{Backend, Writer};
 use crate::guard::audit::{AuditEntry, AuditError, AuditSink, BrokenLink};
 use crate::handler::BoxFuture;

@@ -27,11 +27,11 @@ pub use chain::{BrokenLink, ChainReport};
 pub use entry::{AuditEntry, Indexed};
 pub use jsonl::JsonlAudit;
 pub use memory::MemoryAudit;
-pub use options::AuditOptions;
+pub use options::{AuditOptions, Durability};
 pub use query::AuditQuery;
 pub use record::{AuditRecord, Outcome};
 pub use redact::Redaction;
-pub use sqlite::{Durability, SqliteAudit};
+pub use sqlite::SqliteAudit;
 
 use crate::handler::BoxFuture;
 

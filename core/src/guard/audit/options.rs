@@ -1,9 +1,18 @@
 //! How a file-backed audit sink is opened: durability, seal key, anchor.
 
 use crate::guard::audit::chain::{BrokenLink, ChainReport, Verifier};
-use crate::guard::audit::sqlite::Durability;
 use crate::seal::SealKey;
 use std::path::PathBuf;
+
+/// What a committed record survives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// A crash or kill of the process (WAL, `synchronous = NORMAL`).
+    #[default]
+    Process,
+    /// Also an operating-system crash or power loss (`synchronous = FULL`).
+    Os,
+}
 
 /// How a file-backed sink ([`SqliteAudit`](super::SqliteAudit),
 /// [`JsonlAudit`](super::JsonlAudit)) is opened. The default is unkeyed, unanchored, and

@@ -7,7 +7,7 @@
 //! of an fsync per batch.
 
 use crate::guard::audit::chain::{Chain, ChainReport, Link};
-use crate::guard::audit::options::AuditOptions;
+use crate::guard::audit::options::{AuditOptions, Durability};
 use crate::guard::audit::query::AuditQuery;
 use crate::guard::audit::record::AuditRecord;
 use crate::guard::audit::writer::{Backend, Writer};
@@ -16,16 +16,6 @@ use crate::handler::BoxFuture;
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// What a committed record survives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Durability {
-    /// A crash or kill of the process (WAL, `synchronous = NORMAL`).
-    #[default]
-    Process,
-    /// Also an operating-system crash or power loss (`synchronous = FULL`).
-    Os,
-}
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS audit_log (
