@@ -392,15 +392,21 @@ async fn claim_in_run(
 /// finished record (or, when it went pending, frees it for a later resume). A store failure here is kept on the result's detail: the call ran.
 pub async fn after(d: &CallDurable, mut guarded: Guarded, result: &mut CallResult) {
     let store = d.shared.store.as_ref();
-    if let Some(claim) = guarded.idempotency.take() {
-        if let Err(e) = idempotency::finish(store, &d.shared.waiters, claim, result).await {
-            note(result, e);
+    let done = &*result;
+    // Both records in one group commit of the store: neither waits for the other.
+    let idempotency = async {
+        match guarded.idempotency.take() {
+            Some(claim) => idempotency::finish(store, &d.shared.waiters, claim, done).await,
+            None => Ok(()),
         }
-    }
-    if let Some((key, version)) = guarded.run_call.take() {
-        if result.status == CallStatus::Done {
-            let rec = RunCallRecord::finished(result.clone());
-            if let Err(e) = put_as(
+    };
+    let run_call = async {
+        let Some((key, version)) = guarded.run_call.take() else {
+            return Ok(());
+        };
+        if done.status == CallStatus::Done {
+            let rec = RunCallRecord::finished(done.clone());
+            put_as(
                 store,
                 Namespace::RunCall,
                 &key,
@@ -409,11 +415,16 @@ pub async fn after(d: &CallDurable, mut guarded: Guarded, result: &mut CallResul
                 Some(d.shared.run_ttl_ms),
             )
             .await
-            {
-                note(result, e);
-            }
+            .map(|_| ())
         } else {
             let _ = store.delete(Namespace::RunCall, &key, version).await;
+            Ok(())
+        }
+    };
+    let (idempotency, run_call) = tokio::join!(idempotency, run_call);
+    for outcome in [idempotency, run_call] {
+        if let Err(e) = outcome {
+            note(result, e);
         }
     }
 }
