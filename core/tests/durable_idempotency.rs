@@ -172,11 +172,13 @@ async fn a_retryable_failure_frees_the_key() {
 async fn a_dead_holders_lease_lapses_and_the_retry_says_so() {
     let dir = tempdir();
     let store: Arc<dyn StateStore> = Arc::new(SqliteStore::open(dir.join("s.db")).unwrap());
-    let (engine, runs) = pay_engine_leased(Some(store.clone()), IdempotencyMode::Key, Some(400));
+    let (engine, runs) = pay_engine_leased(Some(store.clone()), IdempotencyMode::Key, Some(1500));
     // The first holder never finishes: its batch is abandoned at the deadline, as a crashed
     // process would abandon it, leaving the key in flight.
+    // Long enough for the call to claim its key even on a loaded machine (a durable run
+    // writes its record before the first call starts).
     let opts = BatchOptions {
-        deadline_ms: Some(50),
+        deadline_ms: Some(300),
         ..Default::default()
     };
     let out = engine
@@ -191,7 +193,7 @@ async fn a_dead_holders_lease_lapses_and_the_retry_says_so() {
         Some(ErrorCode::DeadlineExceeded)
     );
     // A second process opening the same store retries: it waits out the lease, then runs.
-    let (engine2, runs2) = pay_engine_leased(Some(store), IdempotencyMode::Key, Some(400));
+    let (engine2, runs2) = pay_engine_leased(Some(store), IdempotencyMode::Key, Some(1500));
     let started = std::time::Instant::now();
     let retry = engine2
         .run(
@@ -204,7 +206,7 @@ async fn a_dead_holders_lease_lapses_and_the_retry_says_so() {
         )
         .await;
     assert!(
-        started.elapsed() >= Duration::from_millis(300),
+        started.elapsed() >= Duration::from_millis(700),
         "it waited for the lease"
     );
     assert_eq!(runs.load(Ordering::SeqCst), 1);

@@ -167,7 +167,9 @@ fn complete_scalar(token: &str) -> Option<String> {
     }
     let mut t = token;
     while !t.is_empty() && serde_json::from_str::<Value>(t).is_err() {
-        t = &t[..t.len() - 1];
+        // One character off the end: a token may hold any text, not only ASCII.
+        let last = t.char_indices().next_back().map_or(0, |(i, _)| i);
+        t = &t[..last];
     }
     (!t.is_empty()).then(|| t.to_string())
 }
@@ -176,6 +178,12 @@ fn complete_scalar(token: &str) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_token_of_any_text_is_trimmed_by_characters() {
+        assert_eq!(parse_partial("{\"a\": 1é"), Some(json!({"a": 1})));
+        assert_eq!(parse_partial("[tré"), Some(json!([])));
+    }
 
     #[test]
     fn closes_what_is_open() {
