@@ -244,3 +244,48 @@ async fn a_crash_mid_call_is_recovered_by_effect_class() {
     engine.resume(&run_id).await.unwrap();
     assert_eq!(seen.lock().unwrap().len(), 2);
 }
+
+/// A pass that crashed after asking for approval leaves the request in the store; the pass
+/// that takes the run over finds it, and the decision made on it meanwhile, instead of asking
+/// again: the approved call runs on the first `resume`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_on_a_crashed_passs_request_is_honoured_on_takeover() {
+    let store: Arc<dyn StateStore> = Arc::new(MemoryStore::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let engine = app(store.clone(), runs.clone());
+    let (run_id, results) = suspended(&engine).await;
+    // As the crashed first pass left it: written before its calls, no results recorded.
+    let got = store.get(Namespace::Run, &run_id).await.unwrap().unwrap();
+    let mut record = got.value;
+    record["state"] = json!("running");
+    record["results"] = json!([]);
+    store
+        .put(
+            Namespace::Run,
+            &run_id,
+            Expect::Version(got.version),
+            record,
+            None,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let out = engine.resume(&run_id).await.unwrap();
+    assert!(out.results.iter().all(|r| r.envelope.is_ok()), "{out:?}");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "each approved call ran once"
+    );
+    assert!(
+        engine.pending(None).await.unwrap().is_empty(),
+        "nothing asked again"
+    );
+    for (r, before) in out.results.iter().zip(&results) {
+        assert_eq!(
+            r.approval.as_ref().unwrap().id,
+            before.approval.as_ref().unwrap().id,
+            "the predecessor's request"
+        );
+    }
+}

@@ -100,7 +100,8 @@ pub struct DecisionRecord {
 /// An approval request as stored: what will run, who asked, and the decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRecord {
-    /// The request's id (random; unguessable).
+    /// The request's id: derived from the run (a random id), the call, the arguments hash and
+    /// the spec hash, so a pass that takes over a run finds its predecessor's request.
     pub id: String,
     /// The run the call belongs to.
     pub run_id: String,
@@ -246,7 +247,20 @@ pub fn spec_hash(spec: &ToolSpec) -> String {
     hash_value(&serde_json::to_value(spec).unwrap_or(Value::Null))
 }
 
-/// Persists a new approval request for a call of the tool `spec` describes.
+/// The id of the request for a call of a run with these arguments under this spec: the same
+/// every time the call asks, so a pass that takes over a run whose process died finds the
+/// request (and any decision on it) its predecessor made, instead of asking again. Run ids
+/// are random, so request ids are as unguessable as they are; deciding needs the approver's
+/// identity and the arguments hash all the same.
+fn request_id(run_id: &str, call_id: &str, arguments_hash: &str, spec_hash: &str) -> String {
+    let seed = format!("tooljig-approval\0{run_id}\0{call_id}\0{arguments_hash}\0{spec_hash}");
+    let digest = crate::digest::hex(&<sha2::Sha256 as sha2::Digest>::digest(seed.as_bytes()));
+    format!("apr_{}", &digest[..32])
+}
+
+/// Persists the approval request for a call of the tool `spec` describes, or returns the one
+/// already made for the same call, arguments and spec (by a pass that took over the run,
+/// decided or not).
 pub async fn request(
     store: &dyn StateStore,
     spec: &ToolSpec,
@@ -257,15 +271,16 @@ pub async fn request(
 ) -> Result<ApprovalRecord, StoreError> {
     let policy = &spec.policy;
     let now = now_ms();
+    let (arguments_hash, spec_hash) = (hash_value(arguments), spec_hash(spec));
     let record = ApprovalRecord {
-        id: format!("apr_{}", uuid::Uuid::new_v4().simple()),
+        id: request_id(run_id, call_id, &arguments_hash, &spec_hash),
         run_id: run_id.to_string(),
         call_id: call_id.to_string(),
         tool: spec.name.clone(),
         arguments: arguments.clone(),
-        arguments_hash: hash_value(arguments),
+        arguments_hash,
         risk: policy.risk,
-        spec_hash: Some(spec_hash(spec)),
+        spec_hash: Some(spec_hash),
         requested_by: caller.clone(),
         requested_at_ms: now,
         expires_at_ms: now.saturating_add(policy.approval.expires_ms),
@@ -273,7 +288,7 @@ pub async fn request(
         status: ApprovalStatus::Pending,
         decision: None,
     };
-    put_as(
+    let written = put_as(
         store,
         Namespace::Approval,
         &record.id,
@@ -281,9 +296,14 @@ pub async fn request(
         &record,
         Some(policy.approval.expires_ms.saturating_add(RETAIN_DECIDED_MS)),
     )
-    .await?
-    .ok_or_else(|| StoreError("a fresh approval id was already taken".into()))?;
-    Ok(record)
+    .await?;
+    if written.is_some() {
+        return Ok(record);
+    }
+    load(store, &record.id)
+        .await?
+        .map(|(existing, _)| existing)
+        .ok_or_else(|| StoreError("the approval request vanished while it was read".into()))
 }
 
 /// How long a request is kept after it expires, so a late decision or resume is told why.

@@ -190,6 +190,30 @@ impl Engine {
         run_id: &str,
         live: BatchOptions,
     ) -> Result<BatchResult, ToolError> {
+        // A pass that took over a crashed one may find decisions made on its predecessor's
+        // requests; they settle in the next pass, at once (a few passes at most).
+        let mut out = self.resume_pass(run_id, live.clone()).await?;
+        for _ in 0..3 {
+            let decided = out.results.iter().any(|r| {
+                r.status == crate::call::CallStatus::PendingApproval
+                    && r.approval
+                        .as_ref()
+                        .is_some_and(|a| a.status != crate::call::ApprovalStatus::Pending)
+            });
+            if !decided {
+                break;
+            }
+            out = self.resume_pass(run_id, live.clone()).await?;
+        }
+        Ok(out)
+    }
+
+    /// One pass of [`Engine::resume_with`].
+    async fn resume_pass(
+        &self,
+        run_id: &str,
+        live: BatchOptions,
+    ) -> Result<BatchResult, ToolError> {
         let mut live = live;
         let cancel = run::batch_token(&mut live, true);
         let (record, version, pass, lease) = match self.claim_run(run_id, &live, &cancel).await? {
