@@ -194,6 +194,16 @@ fn text_depth(text: &str) -> usize {
     max
 }
 
+/// Whether a quote followed by `rest` ends its string: what comes next (after blanks) is the
+/// end of the text or something that may follow a string in JSON (a separator, a closing
+/// bracket, another string after a missing comma, a comment).
+fn closes_string(rest: &[u8]) -> bool {
+    match rest.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => true,
+        Some(next) => matches!(next, b',' | b'}' | b']' | b':' | b'"' | b'\'' | b'/' | b'#'),
+    }
+}
+
 /// Why the text looks cut off inside a value, if it does.
 ///
 /// Missing closing brackets are repairable only when the last thing written is a complete
@@ -231,7 +241,10 @@ pub fn truncation(text: &str) -> Option<&'static str> {
                         j += 2;
                         continue;
                     }
-                    if bytes[j] == b {
+                    // In a value, a quote followed by what cannot follow a string
+                    // (`(72") tall"`) is one the model forgot to escape: the string goes on,
+                    // as repair reads it. A key ends at its first quote.
+                    if bytes[j] == b && (expecting_key || closes_string(&bytes[j + 1..])) {
                         closed = true;
                         break;
                     }
@@ -344,6 +357,11 @@ mod tests {
             ("{\"a\": 1 /* c */}", json!({"a": 1})),
             ("{\"a\": [1, \"x\"]", json!({"a": [1, "x"]})),
             ("{\"a\": {\"b\": true", json!({"a": {"b": true}})),
+            // A quote the model forgot to escape is not a cut-off string.
+            (
+                "{\"text\": \"He is 6 feet (72\") tall\"}",
+                json!({"text": "He is 6 feet (72\") tall"}),
+            ),
         ] {
             let p = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert_eq!(p.value, want, "{text}");
@@ -354,6 +372,8 @@ mod tests {
     #[test]
     fn cut_off_arguments_are_refused() {
         for text in [
+            "{\"a\": \"He said \"hi",
+            "{\"a\": \"x\") y",
             "{\"a\": \"hel",
             "{\"a\": 12",
             "{\"a\": tr",
