@@ -14,7 +14,7 @@
 use super::approval::{self, ApprovalRecord};
 use super::lease::{self, Lease};
 use super::run_record::{call_step, step};
-use super::store::{Expect, Namespace, StateStore, StoreError, get_as, now_ms, put_as};
+use super::store::{Expect, Namespace, StateStore, StoreError, get_as, put_as};
 use super::{CallDurable, Durable, external, rollback};
 use crate::batch::{BatchOptions, BatchResult};
 use crate::call::{ApprovalStatus, Call, CallResult, CallStatus};
@@ -175,20 +175,12 @@ pub(crate) async fn start(
         };
     }
     let written = async {
-        let record = RunRecord {
-            id: pass.run_id.to_string(),
-            caller: caller.clone(),
-            calls: calls.to_vec(),
-            options: options.clone(),
-            results: Vec::new(),
-            state: RunState::Running,
-            completed: Vec::new(),
-            steps: vec![step(1, "started", None, Value::Null)],
-            passes: 1,
-            created_at_ms: now_ms(),
-            resuming: None,
-            rollback: Vec::new(),
-        };
+        let record = RunRecord::first_pass(
+            &pass.run_id,
+            caller.clone(),
+            calls.to_vec(),
+            options.clone(),
+        );
         // The lease and the record in one group commit of the store.
         let (lease, version) = tokio::join!(
             lease::acquire(
@@ -467,20 +459,7 @@ pub(crate) async fn persist(
         None => {
             let (calls, caller) = fresh.unwrap_or_default();
             (
-                RunRecord {
-                    id: pass.run_id.to_string(),
-                    caller,
-                    calls,
-                    options: options.clone(),
-                    results: Vec::new(),
-                    state: RunState::Finished,
-                    completed: Vec::new(),
-                    steps: vec![step(1, "started", None, Value::Null)],
-                    passes: 1,
-                    created_at_ms: now_ms(),
-                    resuming: None,
-                    rollback: Vec::new(),
-                },
+                RunRecord::first_pass(&pass.run_id, caller, calls, options.clone()),
                 Expect::Absent,
             )
         }

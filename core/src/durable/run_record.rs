@@ -82,6 +82,32 @@ pub struct RunRecord {
     pub rollback: Vec<RollbackEntry>,
 }
 
+impl RunRecord {
+    /// A run as its first pass starts it: no results yet, state `running` (the pass sets the
+    /// state it ends in when it writes the run again).
+    pub(crate) fn first_pass(
+        id: &str,
+        caller: Caller,
+        calls: Vec<Call>,
+        options: BatchOptions,
+    ) -> Self {
+        RunRecord {
+            id: id.to_string(),
+            caller,
+            calls,
+            options,
+            results: Vec::new(),
+            state: RunState::Running,
+            completed: Vec::new(),
+            steps: vec![step(1, "started", None, Value::Null)],
+            passes: 1,
+            created_at_ms: now_ms(),
+            resuming: None,
+            rollback: Vec::new(),
+        }
+    }
+}
+
 /// A call of a resumed pass, claimed before it starts.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunCallRecord {

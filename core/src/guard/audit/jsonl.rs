@@ -7,7 +7,7 @@
 //! also `fsync`ed. A line cut short by a crash mid-write was never acknowledged; opening the
 //! file again removes it.
 
-use crate::guard::audit::chain::{Chain, ChainReport, Link};
+use crate::guard::audit::chain::{ChainReport, Link};
 use crate::guard::audit::options::AuditOptions;
 use crate::guard::audit::options::Durability;
 use crate::guard::audit::query::AuditQuery;
@@ -161,16 +161,7 @@ impl JsonlAudit {
                     .map_err(|message| AuditError::Corrupt { seq: n, message })
             })
             .transpose()?;
-        let anchor = options.anchor_file();
-        if let Some(a) = &anchor {
-            a.admit(last.as_ref().map(|(seq, _, hash)| (*seq, hash.as_str())))?;
-        }
-        let chain = Chain::resume(last, options.key.clone()).map_err(|why| {
-            AuditError::Storage(format!(
-                "cannot continue the audit log {}: {why}",
-                path.display()
-            ))
-        })?;
+        let (chain, anchor) = options.continue_log(&path, last)?;
         let writer = Writer::start(
             "tooljig-audit-jsonl",
             JsonlBackend {

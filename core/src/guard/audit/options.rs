@@ -1,8 +1,10 @@
 //! How a file-backed audit sink is opened: durability, seal key, anchor.
 
-use crate::guard::audit::chain::{BrokenLink, ChainReport, Verifier};
+use crate::guard::audit::AuditError;
+use crate::guard::audit::anchor::AnchorFile;
+use crate::guard::audit::chain::{BrokenLink, Chain, ChainReport, Verifier};
 use crate::seal::SealKey;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What a committed record survives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,10 +54,10 @@ impl AuditOptions {
     }
 
     /// The anchor file, when one is set.
-    pub(crate) fn anchor_file(&self) -> Option<super::anchor::AnchorFile> {
-        self.anchor.as_ref().map(|p| {
-            super::anchor::AnchorFile::new(p, self.key.clone(), self.durability == Durability::Os)
-        })
+    fn anchor_file(&self) -> Option<AnchorFile> {
+        self.anchor
+            .as_ref()
+            .map(|p| AnchorFile::new(p, self.key.clone(), self.durability == Durability::Os))
     }
 
     /// A verifier for a log opened with these options: the key, and the anchor as its file
@@ -77,5 +79,26 @@ impl AuditOptions {
         let missing = self.anchor.is_some() && anchor.is_none();
         let v = Verifier::new(self.key.clone(), anchor);
         Ok(if missing { v.anchor_missing() } else { v })
+    }
+
+    /// Where a stored log whose last record is `last` (sequence number, body, hash) goes on:
+    /// its chain under these options' key, and its anchor. Refused when the log does not match
+    /// its anchor (cut, or the anchor removed) or was sealed otherwise (another key, or none).
+    pub(crate) fn continue_log(
+        &self,
+        path: &Path,
+        last: Option<(u64, String, String)>,
+    ) -> Result<(Chain, Option<AnchorFile>), AuditError> {
+        let anchor = self.anchor_file();
+        if let Some(a) = &anchor {
+            a.admit(last.as_ref().map(|(seq, _, hash)| (*seq, hash.as_str())))?;
+        }
+        let chain = Chain::resume(last, self.key.clone()).map_err(|why| {
+            AuditError::Storage(format!(
+                "cannot continue the audit log {}: {why}",
+                path.display()
+            ))
+        })?;
+        Ok((chain, anchor))
     }
 }

@@ -6,7 +6,7 @@
 //! last commits. [`Durability::Os`] (`synchronous = FULL`) survives those too, at the cost
 //! of an fsync per batch.
 
-use crate::guard::audit::chain::{Chain, ChainReport, Link};
+use crate::guard::audit::chain::{ChainReport, Link};
 use crate::guard::audit::options::{AuditOptions, Durability};
 use crate::guard::audit::query::AuditQuery;
 use crate::guard::audit::record::AuditRecord;
@@ -168,16 +168,7 @@ impl SqliteAudit {
             })
         })
         .map_err(storage)?;
-        let anchor = options.anchor_file();
-        if let Some(a) = &anchor {
-            a.admit(last.as_ref().map(|(seq, _, hash)| (*seq, hash.as_str())))?;
-        }
-        let chain = Chain::resume(last, options.key.clone()).map_err(|why| {
-            AuditError::Storage(format!(
-                "cannot continue the audit log {}: {why}",
-                path.display()
-            ))
-        })?;
+        let (chain, anchor) = options.continue_log(&path, last)?;
         let writer = Writer::start(
             "tooljig-audit-sqlite",
             SqliteBackend {
