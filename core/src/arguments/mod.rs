@@ -6,7 +6,13 @@
 //! brackets at the very end) and the result records that it was repaired. A string cut off
 //! inside a value (a truncated stream) is refused as `incomplete_arguments` and never runs.
 
+mod extract;
+mod lossless;
 mod repair;
+mod scan;
+mod truncation;
+
+pub use truncation::truncation;
 
 use crate::envelope::ToolError;
 use crate::error_code::ErrorCode;
@@ -88,7 +94,15 @@ pub fn parse_text(text: &str, limits: &Limits) -> Result<ParsedArguments, ToolEr
             repaired: false,
         });
     }
-    if let Some(reason) = truncation(text) {
+    // Fences and sentences around the value are not arguments; cut them before judging.
+    let body = extract::isolate(text);
+    if let Ok(value) = serde_json::from_str::<Value>(&body) {
+        return Ok(ParsedArguments {
+            value,
+            repaired: true,
+        });
+    }
+    if let Some(reason) = truncation(&body) {
         return Err(ToolError::new(
             ErrorCode::IncompleteArguments,
             format!(
@@ -96,7 +110,13 @@ pub fn parse_text(text: &str, limits: &Limits) -> Result<ParsedArguments, ToolEr
             ),
         ));
     }
-    match repair_json(text) {
+    let body = lossless::prepare(&body).map_err(|why| {
+        ToolError::new(
+            ErrorCode::MalformedArguments,
+            format!("arguments are not valid JSON and could not be repaired: {why}"),
+        )
+    })?;
+    match repair_json(&body).and_then(|value| lossless::conserved(&body, &value).map(|()| value)) {
         Ok(value) => Ok(ParsedArguments {
             value,
             repaired: true,
@@ -192,142 +212,6 @@ fn text_depth(text: &str) -> usize {
         }
     }
     max
-}
-
-/// Whether a quote followed by `rest` ends its string: what comes next (after blanks) is the
-/// end of the text or something that may follow a string in JSON (a separator, a closing
-/// bracket, another string after a missing comma, a comment).
-fn closes_string(rest: &[u8]) -> bool {
-    match rest.iter().find(|b| !b.is_ascii_whitespace()) {
-        None => true,
-        Some(next) => matches!(next, b',' | b'}' | b']' | b':' | b'"' | b'\'' | b'/' | b'#'),
-    }
-}
-
-/// Why the text looks cut off inside a value, if it does.
-///
-/// Missing closing brackets are repairable only when the last thing written is a complete
-/// value: a closed string, a closed bracket, or a whole literal. A text ending inside a
-/// string, after a key, a colon or a comma, or on a number or a partial word is cut off: a
-/// number may have had more digits, a word more letters.
-pub fn truncation(text: &str) -> Option<&'static str> {
-    let body = strip_fences(text);
-    #[derive(Clone, Copy, PartialEq)]
-    enum Last {
-        Nothing,
-        Open,
-        Colon,
-        Comma,
-        KeyString,
-        ValueString,
-        Close,
-        Word,
-    }
-    let bytes = body.as_bytes();
-    let mut stack: Vec<u8> = Vec::new();
-    let mut last = Last::Nothing;
-    let mut word = String::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match b {
-            b'"' | b'\'' | b'`' => {
-                let expecting_key =
-                    matches!(last, Last::Open | Last::Comma) && stack.last() == Some(&b'{');
-                let mut j = i + 1;
-                let mut closed = false;
-                while j < bytes.len() {
-                    if bytes[j] == b'\\' {
-                        j += 2;
-                        continue;
-                    }
-                    // In a value, a quote followed by what cannot follow a string
-                    // (`(72") tall"`) is one the model forgot to escape: the string goes on,
-                    // as repair reads it. A key ends at its first quote.
-                    if bytes[j] == b && (expecting_key || closes_string(&bytes[j + 1..])) {
-                        closed = true;
-                        break;
-                    }
-                    j += 1;
-                }
-                if !closed {
-                    return Some("the text ends inside a string");
-                }
-                last = if expecting_key {
-                    Last::KeyString
-                } else {
-                    Last::ValueString
-                };
-                i = j + 1;
-                continue;
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                match body[i + 2..].find("*/") {
-                    Some(end) => i += end + 4,
-                    None => return Some("the text ends inside a comment"),
-                }
-                continue;
-            }
-            b'{' | b'[' => {
-                stack.push(b);
-                last = Last::Open;
-            }
-            b'}' | b']' => {
-                stack.pop();
-                last = Last::Close;
-            }
-            b':' => last = Last::Colon,
-            b',' => last = Last::Comma,
-            c if c.is_ascii_whitespace() => {}
-            _ => {
-                let start = i;
-                while i < bytes.len() && !b"{}[]:,\"' \t\r\n".contains(&bytes[i]) {
-                    i += 1;
-                }
-                word = body[start..i].to_string();
-                last = Last::Word;
-                continue;
-            }
-        }
-        i += 1;
-    }
-    if stack.is_empty() {
-        return None;
-    }
-    match last {
-        Last::ValueString | Last::Close => None,
-        Last::Word
-            if matches!(
-                word.as_str(),
-                "true" | "false" | "null" | "True" | "False" | "None"
-            ) =>
-        {
-            None
-        }
-        Last::Word if word.parse::<f64>().is_ok() => {
-            Some("the text ends on a number that may have had more digits")
-        }
-        Last::Word => Some("the text ends inside a word"),
-        Last::KeyString => Some("the text ends after a key, before its value"),
-        Last::Colon => Some("the text ends after a colon, before the value"),
-        Last::Comma => Some("the text ends after a comma, before the next item"),
-        Last::Open | Last::Nothing => Some("the text ends right after an opening bracket"),
-    }
-}
-
-fn strip_fences(text: &str) -> &str {
-    let t = text.trim();
-    let Some(rest) = t.strip_prefix("```") else {
-        return t;
-    };
-    let rest = rest.find('\n').map_or("", |nl| &rest[nl + 1..]);
-    rest.trim_end().strip_suffix("```").unwrap_or(rest)
 }
 
 #[cfg(test)]

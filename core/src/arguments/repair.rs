@@ -3,9 +3,13 @@
 //! Two rewrites run before the crate sees the text, one retry after it fails:
 //! - a backslash right before a line break inside a string (a shell-style line
 //!   continuation) becomes the escape `\n`, where the crate drops both characters;
+//! - Python collections standing as a value become arrays: a tuple `(1, 2)` and a set
+//!   `{"a", "b"}` (braces holding no colon, one value between each comma);
 //! - a number written with leading zeros (`05`, `00.`, `-05e`) standing alone as a value is
 //!   quoted as written, where the crate first completes it (`00.0`, `05e0`) and then quotes
-//!   that; a lone `.` is `0.0`, as the JS library's two dot rules (`.5`, `5.`) make it;
+//!   that; a lone `.` is `0.0`, as the JS library's two dot rules (`.5`, `5.`) make it; a
+//!   number that is none (`1/3`, `10-20`, `1.1.1`, `2abc`) is the string written, and
+//!   digits grouped with `_` (`82_461_110`) are the number;
 //! - when the crate gives up at some position, a double quote shortly before it that ends a
 //!   word and has another quote after it is taken as a quote the model forgot to escape
 //!   (`"72" tall"`), escaped, and the repair retried: a bounded form of the backtracking the
@@ -13,7 +17,9 @@
 //!
 //! `docs/arguments.md` reports the agreement this reaches on the jsonrepair corpus.
 
+use super::scan::{Edit, apply, matching, quoted};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Most quotes escaped in one text before giving up.
 const MAX_ESCAPED_QUOTES: usize = 4;
@@ -24,7 +30,9 @@ const MAX_RETRY_CHARS: usize = 64 * 1024;
 
 /// Repairs `text` and parses the result.
 pub fn repair(text: &str) -> Result<Value, String> {
-    let prepared = normalize_lone_numbers(&continue_lines_in_strings(text));
+    let prepared = continue_lines_in_strings(text);
+    let prepared = python_collections(&prepared);
+    let prepared = normalize_lone_numbers(&prepared);
     let mut chars: Vec<char> = prepared.chars().collect();
     let mut first_error = None;
     for _ in 0..=MAX_ESCAPED_QUOTES {
@@ -147,6 +155,89 @@ fn continue_lines_in_strings(text: &str) -> String {
     out
 }
 
+/// Tuples and sets standing as a value (at the start, after `[`, `,`, `:` or `(`) rewritten
+/// as arrays: `(1, 2)` is `[1, 2]`; `{1, 2}` is `[1, 2]` when the braces hold no colon and
+/// each item between commas is one value (so `{"key" "value"}`, an object missing its colon,
+/// stays an object). A parenthesis after a name (`callback(...)`, `ObjectId(...)`) is a call.
+fn python_collections(text: &str) -> Cow<'_, str> {
+    if !text.contains('(') && !text.contains('{') {
+        return Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let mask = quoted(text);
+    let mut edits = Vec::new();
+    let mut previous: Option<u8> = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        if mask[i] {
+            continue;
+        }
+        let opens_value = matches!(previous, None | Some(b'[' | b',' | b':' | b'('));
+        if opens_value && matches!(b, b'(' | b'{') {
+            if let Some(close) = matching(bytes, &mask, i) {
+                if b == b'(' || is_set(bytes, &mask, i, close) {
+                    edits.push(Edit::new(i, i + 1, "["));
+                    edits.push(Edit::new(close, close + 1, "]"));
+                }
+            }
+        }
+        if matches!(b, b'"' | b'\'') {
+            previous = Some(b'"');
+        } else if !b.is_ascii_whitespace() {
+            previous = Some(b);
+        }
+    }
+    edits.sort_by_key(|e| e.start);
+    apply(text, edits)
+}
+
+/// Whether the braces at `open..=close` hold a set: items, no colon at their own depth, and
+/// one value between each pair of commas.
+fn is_set(bytes: &[u8], mask: &[bool], open: usize, close: usize) -> bool {
+    let mut depth = 0usize;
+    let mut items = 0usize;
+    let mut tokens_in_item = 0usize;
+    let mut in_token = false;
+    for k in open + 1..close {
+        if mask[k] {
+            if !in_token {
+                in_token = true;
+                tokens_in_item += 1;
+            }
+            continue;
+        }
+        let b = bytes[k];
+        match b {
+            b'{' | b'[' | b'(' => {
+                if depth == 0 {
+                    tokens_in_item += 1;
+                }
+                depth += 1;
+                in_token = true;
+            }
+            b'}' | b']' | b')' => depth = depth.saturating_sub(1),
+            _ if depth > 0 => {}
+            b':' => return false,
+            b',' => {
+                if tokens_in_item != 1 {
+                    return false;
+                }
+                items += 1;
+                tokens_in_item = 0;
+                in_token = false;
+            }
+            b'"' | b'\'' => {}
+            c if c.is_ascii_whitespace() => in_token = false,
+            _ => {
+                if !in_token {
+                    in_token = true;
+                    tokens_in_item += 1;
+                }
+            }
+        }
+    }
+    items > 0 && tokens_in_item <= 1
+}
+
 /// Rewrites broken numbers that stand alone as a value (after `[`, `,`, `:` or the start;
 /// before `]`, `}`, `,` or the end) the way the JS `jsonrepair` reads them: a number with
 /// leading zeros (JSON has none) becomes the string it was written as, a lone `.` or `-.`
@@ -157,6 +248,7 @@ fn normalize_lone_numbers(text: &str) -> String {
     let mut i = 0;
     let mut in_string: Option<u8> = None;
     let mut last_significant: Option<u8> = None;
+    let mut before_colon = b' ';
     while i < bytes.len() {
         let b = bytes[i];
         if let Some(q) = in_string {
@@ -180,16 +272,37 @@ fn normalize_lone_numbers(text: &str) -> String {
                 {
                     i += 1;
                 }
+                // Letters, slashes and the like glued to the digits belong to the token.
+                let glued = (i..bytes.len())
+                    .find(|&k| {
+                        bytes[k].is_ascii_whitespace()
+                            || b",]}):\"'".contains(&bytes[k])
+                            || (bytes[k] == b'/' && matches!(bytes.get(k + 1), Some(b'*' | b'/')))
+                    })
+                    .unwrap_or(bytes.len())
+                    - i;
+                let numeric_start = bytes[start].is_ascii_digit()
+                    || bytes.get(start + 1).is_some_and(u8::is_ascii_digit);
+                if glued > 0 && numeric_start {
+                    i += glued;
+                }
                 let token = &text[start..i];
                 let digits = token.strip_prefix('-').unwrap_or(token);
                 let leading_zero = digits.len() > 1
                     && digits.starts_with('0')
                     && digits.as_bytes()[1].is_ascii_digit();
-                let opens = matches!(last_significant, None | Some(b'[' | b',' | b':'));
+                // After a colon that follows a digit (`18:35:22Z`) the number is part of a
+                // longer unquoted value, not a value of its own.
+                let opens = matches!(last_significant, None | Some(b'[' | b',' | b':'))
+                    && !(last_significant == Some(b':') && before_colon.is_ascii_digit());
                 let next = bytes[i..].iter().find(|c| !c.is_ascii_whitespace());
                 let closes = matches!(next, None | Some(b']' | b'}' | b','));
                 if opens && closes {
-                    if leading_zero {
+                    if let Some(replacement) =
+                        numeric_start.then(|| written_number(token)).flatten()
+                    {
+                        spans.push((start, i, replacement));
+                    } else if leading_zero {
                         spans.push((start, i, format!("\"{token}\"")));
                     } else if digits == "." {
                         // `.5` gains a leading zero and `5.` a trailing one; a lone dot both.
@@ -200,7 +313,12 @@ fn normalize_lone_numbers(text: &str) -> String {
                 continue;
             }
             c if c.is_ascii_whitespace() => {}
-            c => last_significant = Some(c),
+            c => {
+                if c == b':' {
+                    before_colon = last_significant.unwrap_or(b' ');
+                }
+                last_significant = Some(c);
+            }
         }
         i += 1;
     }
@@ -216,6 +334,34 @@ fn normalize_lone_numbers(text: &str) -> String {
     }
     out.push_str(&text[at..]);
     out
+}
+
+/// What a token that starts like a number stands for when it is none the crate completes:
+/// digits grouped with `_` are the number; text with a slash, letters other than an
+/// exponent, two dots or a sign inside (`1/3`, `2abc`, `1.1.1`, `10-20`) is the string
+/// written. `None` for numbers and for what the crate repairs itself (`2.`, `2e`, `.5`).
+fn written_number(token: &str) -> Option<String> {
+    if serde_json::from_str::<serde_json::Number>(token).is_ok() {
+        return None;
+    }
+    let ungrouped = token.replace('_', "");
+    if token.contains('_')
+        && !token.contains("__")
+        && !token.ends_with('_')
+        && serde_json::from_str::<serde_json::Number>(&ungrouped).is_ok()
+    {
+        return Some(ungrouped);
+    }
+    let body = token.strip_prefix('-').unwrap_or(token);
+    let exponent = body.find(['e', 'E']);
+    let mantissa = &body[..exponent.unwrap_or(body.len())];
+    let odd = body
+        .contains(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-')))
+        || mantissa.matches('.').count() > 1
+        || mantissa.contains(['+', '-'])
+        || body.matches(['e', 'E']).count() > 1
+        || exponent.is_some_and(|e| body[e + 1..].contains('.'));
+    odd.then(|| serde_json::to_string(token).expect("a string serializes"))
 }
 
 #[cfg(test)]
@@ -265,6 +411,42 @@ mod tests {
             continue_lines_in_strings("{\"a\": 1}\\\n"),
             "{\"a\": 1}\\\n"
         );
+    }
+
+    #[test]
+    fn python_collections_become_arrays() {
+        assert_eq!(repair("(1, 2)").unwrap(), json!([1, 2]));
+        assert_eq!(
+            repair("{\"a\": (1, \"x\")}").unwrap(),
+            json!({"a": [1, "x"]})
+        );
+        assert_eq!(
+            repair("{\"s\": {'a', 'b'}}").unwrap(),
+            json!({"s": ["a", "b"]})
+        );
+        assert_eq!(
+            repair("{\"k\" \"v\", \"k2\" \"v2\"}").unwrap(),
+            json!({"k": "v", "k2": "v2"})
+        );
+        assert_eq!(
+            repair("callback_123({\"a\": 1});").unwrap(),
+            json!({"a": 1})
+        );
+    }
+
+    #[test]
+    fn numbers_that_are_none_stay_as_written() {
+        for (text, want) in [
+            ("{\"k\": 1/3}", json!({"k": "1/3"})),
+            ("{\"k\": 10-20, \"f\": 1}", json!({"k": "10-20", "f": 1})),
+            ("{\"k\": 1.1.1}", json!({"k": "1.1.1"})),
+            ("[1, 2abc]", json!([1, "2abc"])),
+            ("{\"v\": 82_461_110}", json!({"v": 82461110})),
+            ("{\"v\": 1_234.5_6}", json!({"v": 1234.56})),
+            ("{\"v\": 2e3.4}", json!({"v": "2e3.4"})),
+        ] {
+            assert_eq!(repair(text).unwrap(), want, "{text}");
+        }
     }
 
     #[test]
