@@ -8,6 +8,7 @@
 //! ([`before`], [`after`]); each concept's own logic is in the file named for it.
 
 pub mod approval;
+pub mod decision;
 pub mod external;
 pub mod idempotency;
 pub(crate) mod lease;
@@ -180,7 +181,7 @@ async fn guard(
     // if they came out as approved under the same spec, else it is asked again.
     let mut reask = None;
     if let Some(rec) = &d.approved {
-        match approval::still_covers(rec, &tool.spec, &job.arguments) {
+        match decision::still_covers(rec, &tool.spec, &job.arguments) {
             Ok(()) => result.approval = Some(Box::new(rec.info())),
             Err(why) => reask = Some(why),
         }
@@ -301,7 +302,7 @@ pub fn approved_input(d: &CallDurable, job: &mut Job) -> Result<(), ToolError> {
     if let Some(rec) = &d.approved {
         let place = (&*d.run_id, &*job.id);
         job.arguments =
-            approval::approved_input(rec, &job.tool.spec, place, d.shared.seal_key.as_ref())?;
+            decision::approved_input(rec, &job.tool.spec, place, d.shared.seal_key.as_ref())?;
     }
     Ok(())
 }
