@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the project: Rust core, Python package, Node package, UI stream check.
+# Runs every test of the project: Rust core, Python package, Node package, UI stream check,
+# and the fuzz targets for a bounded time.
 # Each part installs what it needs (venv, maturin, npm packages) on first run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,4 +34,8 @@ for part in bindings-python bindings-node tests/ui-stream; do
     echo "==== $part: missing $part/run-tests.sh"; status=1
   fi
 done
+# Every fuzz target for a bounded time (docs/fuzzing.md); FUZZ_SECONDS=0 skips them.
+if [ "${FUZZ_SECONDS:-20}" != 0 ]; then
+  run "fuzz" bash scripts/fuzz.sh
+fi
 exit $status

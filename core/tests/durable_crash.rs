@@ -7,82 +7,22 @@
 //! the same idempotency key; the audit chain verifies.
 //!
 //! The processes are this test binary run again with `TOOLJIG_CRASH_ROLE` set, running the
-//! ignored `crash_role` helper below.
+//! ignored `crash_role` helper below; the app is the crash scenario (`tests/crash/`), which
+//! `bindings-node/tests/crash.test.mjs` plays across Rust, Python and Node processes.
 
-use serde_json::{Value, json};
+#[path = "support/crash_app.rs"]
+mod crash_app;
+
+use serde_json::Value;
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
-use tooljig::store::Namespace;
 use tooljig::*;
 
 const ROLE: &str = "TOOLJIG_CRASH_ROLE";
 const DIR: &str = "TOOLJIG_CRASH_DIR";
 const RUN: &str = "TOOLJIG_CRASH_RUN";
-const LEASE_MS: u64 = 250;
-
-/// The app, as every process builds it.
-fn app(dir: &Path) -> Engine {
-    let engine = Engine::new()
-        .with_state_store(Arc::new(SqliteStore::open(dir.join("state.db")).unwrap()))
-        .with_audit(Arc::new(SqliteAudit::open(dir.join("audit.db")).unwrap()))
-        .with_run_lease_ms(LEASE_MS);
-    for (name, class) in [
-        ("look", EffectClass::Pure),
-        ("send", EffectClass::Idempotent),
-        ("charge", EffectClass::AtMostOnce),
-    ] {
-        let effects = dir.join("effects.txt");
-        let handler = move |args: Value, ctx: ToolContext| {
-            let effects = effects.clone();
-            async move {
-                // The effect, made durable, then a pause in which a kill leaves it unrecorded.
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&effects)
-                    .map_err(HandlerError::unexpected)?;
-                // One write, so a kill never leaves half a line.
-                let line = format!("{} {}\n", ctx.call_id, ctx.idempotency_key());
-                f.write_all(line.as_bytes())
-                    .map_err(HandlerError::unexpected)?;
-                f.sync_all().map_err(HandlerError::unexpected)?;
-                let pause = args["pause_ms"].as_u64().unwrap_or(0);
-                tokio::time::sleep(Duration::from_millis(pause)).await;
-                Ok(json!({"did": ctx.call_id.to_string()}))
-            }
-        };
-        engine
-            .register(
-                Tool::from_fn(name, "An effect.", json!({"type": "object"}), handler)
-                    .policy(Policy::default().effect_class(class)),
-            )
-            .unwrap();
-    }
-    engine
-}
-
-/// Twelve calls, four of each class, in chains of three so some wait on others.
-fn calls() -> Vec<Call> {
-    let tools = ["look", "send", "charge"];
-    (0..12)
-        .map(|i| {
-            let call = Call::new(
-                format!("c{i}"),
-                tools[i % 3],
-                json!({"pause_ms": 5 + (i as u64 * 7) % 25}),
-            );
-            if i >= 3 {
-                call.depends_on(format!("c{}", i - 3))
-            } else {
-                call
-            }
-        })
-        .collect()
-}
 
 #[test]
 #[ignore = "a helper process of `random_kills_at_every_phase_lose_and_double_nothing`"]
@@ -91,31 +31,8 @@ fn crash_role() {
         return;
     };
     let dir = PathBuf::from(std::env::var(DIR).unwrap());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let engine = app(&dir);
-        let out = match role.as_str() {
-            "start" => {
-                engine
-                    .run(calls(), Caller::principal("alice"), BatchOptions::default())
-                    .await
-            }
-            _ => engine
-                .resume(&std::env::var(RUN).unwrap())
-                .await
-                .unwrap_or_else(|e| panic!("resume refused: {e}")),
-        };
-        let results: Vec<Value> = out
-            .results
-            .iter()
-            .map(|r| json!({"call": r.call_id, "envelope": r.envelope.to_value()}))
-            .collect();
-        std::fs::write(dir.join("final.json"), Value::Array(results).to_string()).unwrap();
-    });
+    let run = std::env::var(RUN).ok();
+    crash_app::play(&role, &dir, run.as_deref(), || {});
 }
 
 /// Runs a role and kills it after `kill_after` (if it is still running): true when it
@@ -152,18 +69,6 @@ fn run_role(dir: &Path, role: &str, run: Option<&str>, kill_after: Option<Durati
         String::from_utf8_lossy(&out.stderr)
     );
     true
-}
-
-/// The run the store holds, if the killed first process got as far as writing it.
-fn stored_run(dir: &Path) -> Option<String> {
-    let store = SqliteStore::open(dir.join("state.db")).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let runs = rt.block_on(store.list(Namespace::Run, "", 10)).unwrap();
-    assert!(runs.len() <= 1);
-    runs.into_iter().next().map(|(id, _)| id)
 }
 
 /// A small deterministic generator: the kills vary, and a failure can be replayed.
@@ -203,7 +108,7 @@ fn random_kills_at_every_phase_lose_and_double_nothing() {
         if !run_role(dir, "start", None, Some(start_kill)) {
             kills += 1;
         }
-        let Some(run) = stored_run(dir) else {
+        let Some(run) = crash_app::stored_run(dir) else {
             // Killed before the run was written: nothing started, nothing to check.
             assert!(
                 !dir.join("effects.txt").exists(),
