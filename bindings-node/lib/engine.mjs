@@ -99,10 +99,10 @@ export class Engine {
   /**
    * @param {EngineOptions} [options] `limits` (`{maxArgumentBytes, maxDepth}`), `schemaResources`
    *   (`{uri: schema}`: documents schemas may `$ref`; nothing is fetched), `settings` (enabled
-   *   flags `{system, tenants, departments, users}`), `audit` (`'memory'`, `{sqlite: path}` or
+   *   flags `{system, tenants, departments, users}`), `audit` (`'memory'`, `{sqlite: path}`, `'postgres://...'` or
    *   `{jsonl: path}`), `policyHook` (`(request) => boolean | {allow, reason}`, may be async)
    *   and `resolvers` (`{name: (request) => resolution}`, may be async). Durable runs
-   *   (docs/durable-runs.md): `stateStore` (`'memory'` or `{sqlite: path}`; with one, every
+   *   (docs/durable-runs.md): `stateStore` (`'memory'`, `'sqlite://PATH'` or `{sqlite: path}`, `'postgres://...'`; with one, every
    *   batch is a run that can be resumed or rolled back by id, from any process opening the
    *   same file), `approvalRules` (`{minRisk}`), `approvalPredicate` (`({tool, arguments,
    *   caller, risk}) => boolean`, may be async: true when the call needs a human decision; a

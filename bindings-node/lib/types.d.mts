@@ -31,6 +31,7 @@ export type ErrorCode =
   | 'external_api_error'
   | 'internal_error'
   | 'outcome_unknown'
+  | 'unavailable'
   | 'output_too_large'
   | 'invalid_output'
   | 'pending_approval'
@@ -420,13 +421,17 @@ export interface EngineOptions {
   /** Enabled flags per level. */
   settings?: Settings
   /** Where audit records go: in memory, an SQLite file, or a JSON Lines file. */
-  audit?: 'memory' | { sqlite: string } | { jsonl: string }
+  audit?: 'memory' | `sqlite:${string}` | `jsonl:${string}` | `postgres:${string}` | `postgresql:${string}` | { sqlite: string } | { jsonl: string } | { postgres: string }
   /** The app's own access check, the last word before a call runs. A throw fails closed. */
   policyHook?: (request: AccessRequest) => AccessDecision | Promise<AccessDecision>
   /** Resolvers hidden parameters name (`{from: 'resolver', resolver: name}` in a policy). */
   resolvers?: Record<string, (request: ResolveRequest) => Resolution | Promise<Resolution>>
   /** Where durable state lives; with one, every batch is a run resumable from any process sharing it. */
-  stateStore?: 'memory' | { sqlite: string }
+  stateStore?: 'memory' | `sqlite:${string}` | `postgres:${string}` | `postgresql:${string}` | { sqlite: string } | { postgres: string }
+  /** Where rate-limit budgets live: `'memory'` (per process) or `'redis://HOST:PORT/DB?prefix=NAME'` (shared by every worker; unreachable: limited calls end `unavailable`). */
+  rateLimiter?: 'memory' | `redis:${string}`
+  /** Where read tools' cached results live: `'memory'` (per process) or `'redis://HOST:PORT/DB?prefix=NAME'` (shared by every worker; unreachable: a miss). */
+  resultCache?: 'memory' | `redis:${string}`
   /** Calls of tools at this risk or above need approval. */
   approvalRules?: { minRisk?: Risk | null }
   /** The app's rule: true when a call needs a human decision. A throw or a non-boolean counts as true. */

@@ -288,7 +288,7 @@ impl JsEngine {
 
 /// Engine-wide options of the JS layer, as `NativeEngine`'s constructor reads them.
 const ENGINE_OPTIONS: &str = "limits, schemaResources, settings, audit, policyHook, resolvers, \
-     stateStore, approvalRules, approvalPredicate, externalExpiryMs, runLeaseMs, sealKey, auditAnchor";
+     stateStore, rateLimiter, resultCache, approvalRules, approvalPredicate, externalExpiryMs, runLeaseMs, sealKey, auditAnchor";
 
 fn audit_failed(e: AuditError) -> napi::Error {
     napi::Error::new(Status::GenericFailure, format!("audit: {e}"))

@@ -4,10 +4,11 @@
 // other processes, each in a random language, resume the run and are killed too, until one
 // finishes it. After 50 kills: no effect lost, none doubled except pure and idempotent calls
 // run again (those with the same idempotency key), every unknown outcome is outcome_unknown,
-// the audit chain verifies. core/tests/durable_crash.rs plays the same scenario in Rust alone.
+// the audit chain verifies. The same again on PostgreSQL (20 kills). core/tests/durable_crash.rs
+// plays the same scenario in Rust alone.
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { test } from 'node:test'
@@ -98,7 +99,28 @@ function check(dir, where, rust) {
   return { unknown, reruns }
 }
 
-test(`${KILLS} SIGKILLs across Rust, Python and Node processes lose and double nothing`, { skip: hasPython ? false : 'the Python package is not built here (bindings-python/run-tests.sh builds it)', timeout: 600_000 }, async () => {
+const noPython = hasPython ? false : 'the Python package is not built here (bindings-python/run-tests.sh builds it)'
+
+test(`${KILLS} SIGKILLs across Rust, Python and Node processes lose and double nothing`, { skip: noPython, timeout: 600_000 }, async () => {
+  await rounds(KILLS, () => null)
+})
+
+const postgres = process.env.TOOLJIG_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const psql = (sql) => spawnSync('psql', [postgres, '-qAtc', sql], { encoding: 'utf8', timeout: 30_000 })
+const hasPostgres = psql('SELECT 1').status === 0
+if (!hasPostgres && process.env.CI === 'true') throw new Error(`PostgreSQL at ${postgres} is unreachable under CI=true`)
+
+test('20 SIGKILLs across the three languages on PostgreSQL lose and double nothing', { skip: noPython || (hasPostgres ? false : `PostgreSQL at ${postgres} is unreachable`), timeout: 600_000 }, async () => {
+  // Each round in a schema of its own (state store and audit log), dropped after it.
+  await rounds(20, (round) => {
+    const schema = `tj_node_crash_${process.pid}_${Date.now()}_${round}`
+    return { url: `${postgres}?schema=${schema}`, drop: () => psql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`) }
+  })
+})
+
+/// Plays rounds until `wanted` processes were killed; `backend(round)` gives a round a
+/// PostgreSQL schema (`{url, drop}`), or null for SQLite files.
+async function rounds(wanted, backend) {
   const rust = rustWorker()
   const workers = {
     rust: [rust],
@@ -113,9 +135,11 @@ test(`${KILLS} SIGKILLs across Rust, Python and Node processes lose and double n
   let round = 0
   let unknown = 0
   let reruns = 0
-  while (kills < KILLS) {
+  while (kills < wanted) {
     round += 1
     const dir = mkdtempSync(join(tmpdir(), 'tooljig-crash-'))
+    const scratch = backend(round)
+    if (scratch) writeFileSync(join(dir, 'backend.url'), scratch.url)
     try {
       const starter = languages[below(3)]
       if (!await play(workers[starter], ['start', dir], below(120))) {
@@ -142,8 +166,9 @@ test(`${KILLS} SIGKILLs across Rust, Python and Node processes lose and double n
       reruns += seen.reruns
     } finally {
       rmSync(dir, { recursive: true, force: true })
+      scratch?.drop()
     }
   }
   console.log(`seed ${seed}: ${kills} kills in ${round} rounds (${JSON.stringify(killedIn)}); ${unknown} calls ended outcome_unknown, ${reruns} pure or idempotent calls ran again`)
   for (const lang of languages) assert.ok(killedIn[lang] > 0, `seed ${seed}: no ${lang} process was killed`)
-})
+}

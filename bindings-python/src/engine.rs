@@ -46,6 +46,8 @@ impl PyEngine {
         policy_hook = None,
         resolvers = None,
         state_store = None,
+        rate_limiter = None,
+        result_cache = None,
         approval_predicate = None,
         seal_key = None,
         audit_anchor = None
@@ -63,6 +65,8 @@ impl PyEngine {
         policy_hook: Option<(Py<PyAny>, bool)>,
         resolvers: Option<HashMap<String, (Py<PyAny>, bool)>>,
         state_store: Option<&Bound<'_, PyAny>>,
+        rate_limiter: Option<&Bound<'_, PyAny>>,
+        result_cache: Option<&Bound<'_, PyAny>>,
         approval_predicate: Option<(Py<PyAny>, bool)>,
         seal_key: Option<&Bound<'_, PyAny>>,
         audit_anchor: Option<&Bound<'_, PyAny>>,
@@ -75,6 +79,8 @@ impl PyEngine {
             ("approval_rules", approval_rules),
             ("audit", audit),
             ("state_store", state_store),
+            ("rate_limiter", rate_limiter),
+            ("result_cache", result_cache),
             ("seal_key", seal_key),
             ("audit_anchor", audit_anchor),
         ];

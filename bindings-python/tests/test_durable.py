@@ -214,7 +214,9 @@ def test_another_engine_on_the_same_sqlite_store_resumes_the_run(tmp_path: Path)
     with pytest.raises(tooljig.InvalidInputError, match="state_store"):
         tooljig.Engine(state_store=tooljig.SqliteStore(tmp_path / "missing" / "runs.db"))
     with pytest.raises(tooljig.InvalidInputError, match="state_store"):
-        tooljig.Engine(state_store="memory")  # type: ignore[arg-type]
+        tooljig.Engine(state_store="disk")
+    with pytest.raises(tooljig.InvalidInputError, match="state_store"):
+        tooljig.Engine(state_store=3)  # type: ignore[arg-type]
 
 
 async def test_sync_twins_refuse_to_run_inside_an_event_loop() -> None:

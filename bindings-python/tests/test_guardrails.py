@@ -129,8 +129,11 @@ def test_app_callables_are_checked_at_construction(tmp_path: Path) -> None:
         tooljig.Engine(policy_hook=42)  # type: ignore[arg-type]
     with pytest.raises(tooljig.InvalidInputError, match="resolvers\\['contacts'\\]"):
         tooljig.Engine(resolvers={"contacts": "nope"})  # type: ignore[dict-item]
+    # A bare path is not a URL: the message says what is.
+    with pytest.raises(tooljig.InvalidInputError, match="invalid audit: .* is not a URL; expected e.g. .memory. or .sqlite://"):
+        tooljig.Engine(audit=str(tmp_path / "a.db"))
     with pytest.raises(tooljig.InvalidInputError, match="SqliteAudit"):
-        tooljig.Engine(audit=str(tmp_path / "a.db"))  # type: ignore[arg-type]
+        tooljig.Engine(audit=3)  # type: ignore[arg-type]
     with pytest.raises(tooljig.InvalidInputError, match="no audit log"):
         tooljig.Engine().audit_query()
     with pytest.raises(tooljig.InvalidInputError, match="audit"):

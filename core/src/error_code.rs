@@ -95,6 +95,10 @@ error_codes! {
     /// tool may not run twice (`effect_class: at_most_once`): whether it took effect is
     /// unknown. It runs again only when the app or a person says so.
     OutcomeUnknown = "outcome_unknown", retryable = false;
+    /// A backend the call needs (the state store, a shared rate limiter) could not be
+    /// reached, so the call was not run and nothing of it was written; the same call may
+    /// succeed once the backend is back.
+    Unavailable = "unavailable", retryable = true;
     /// The tool's output exceeds its size limit.
     OutputTooLarge = "output_too_large", retryable = false;
     /// The tool's output violates its output schema.

@@ -46,6 +46,10 @@ pub mod guard;
 pub mod job;
 pub mod output;
 pub mod plan;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod registry;
 pub mod schema;
 pub mod seal;
@@ -67,6 +71,8 @@ pub use approval::{
     ApprovalRequirement, ApprovalRules, ApprovalStatus, Decision, approval_predicate_fn,
 };
 pub use arguments::Limits;
+#[cfg(feature = "postgres")]
+pub use audit::PostgresAudit;
 pub use audit::{
     AuditEntry, AuditOptions, AuditQuery, AuditRecord, AuditSink, JsonlAudit, MemoryAudit,
     Redaction, SqliteAudit,
@@ -75,11 +81,13 @@ pub use batch::{BatchOptions, BatchResult, RollbackEntry, RollbackOutcome, Rollb
 pub use cache::{CachePolicy, CacheScope};
 pub use call::{Call, CallResult, CallStatus};
 pub use caller::Caller;
-pub use engine::{AuditSpec, Engine, EngineOptions, OptionsError, StoreSpec};
+pub use engine::{AuditSpec, CoordinationSpec, Engine, EngineOptions, OptionsError, StoreSpec};
 pub use envelope::{Envelope, ToolError};
 pub use error_code::ErrorCode;
 pub use events::{Event, EventSender};
 pub use external::{ExternalCall, ExternalStatus};
+#[cfg(feature = "redis")]
+pub use guard::{cache_redis::RedisCache, rate_limit_redis::RedisLimiter};
 pub use handler::{
     BoxFuture, Handler, HandlerError, HandlerResult, HostData, ToolContext, handler_fn,
 };
@@ -93,6 +101,8 @@ pub use run::{RunRecord, RunState, RunStep};
 pub use schema::SchemaResources;
 pub use seal::SealKey;
 pub use spec::ToolSpec;
+#[cfg(feature = "postgres")]
+pub use store::PostgresStore;
 pub use store::{MemoryStore, SqliteStore, StateStore};
 pub use telemetry::TelemetrySnapshot;
 pub use tokio_util::sync::CancellationToken;

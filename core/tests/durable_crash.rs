@@ -12,13 +12,14 @@
 
 #[path = "support/crash_app.rs"]
 mod crash_app;
+#[path = "support/postgres.rs"]
+mod postgres;
 
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use tooljig::*;
 
 const ROLE: &str = "TOOLJIG_CRASH_ROLE";
 const DIR: &str = "TOOLJIG_CRASH_DIR";
@@ -86,6 +87,22 @@ impl Lcg {
 
 #[test]
 fn random_kills_at_every_phase_lose_and_double_nothing() {
+    rounds_until(50, |_| None);
+}
+
+/// The same on PostgreSQL (state store and audit log), each round in a schema of its own.
+#[test]
+fn random_kills_on_postgresql_lose_and_double_nothing() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    if rt.block_on(postgres::Scratch::new("probe")).is_none() {
+        return;
+    }
+    rounds_until(20, |_| rt.block_on(postgres::Scratch::new("crash")));
+}
+
+/// Plays rounds until `wanted` processes were killed; `backend` gives a round a PostgreSQL
+/// schema (dropped after the round), or none for SQLite files.
+fn rounds_until(wanted: u32, backend: impl Fn(u32) -> Option<postgres::Scratch>) {
     let seed = std::env::var("TOOLJIG_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -99,10 +116,14 @@ fn random_kills_at_every_phase_lose_and_double_nothing() {
     let mut kills = 0;
     let mut round = 0;
     let (mut seen_unknown, mut seen_reruns) = (0, 0);
-    while kills < 50 {
+    while kills < wanted {
         round += 1;
         let dir = tempfile::tempdir().unwrap();
         let dir = dir.path();
+        let scratch = backend(round);
+        if let Some(s) = &scratch {
+            std::fs::write(dir.join("backend.url"), &s.url).unwrap();
+        }
         // The first process, killed somewhere between start-up and the end of its pass.
         let start_kill = Duration::from_millis(rng.below(260));
         if !run_role(dir, "start", None, Some(start_kill)) {
@@ -180,11 +201,6 @@ fn check(dir: &Path, seed: u64, round: u32) -> (usize, usize) {
         }
         reruns += did.len().saturating_sub(1);
     }
-    assert!(
-        SqliteAudit::verify_file(dir.join("audit.db"))
-            .unwrap()
-            .is_intact(),
-        "{ctx}: the audit chain broke"
-    );
+    assert!(crash_app::audit_intact(dir), "{ctx}: the audit chain broke");
     (unknown, reruns)
 }

@@ -13,9 +13,11 @@ SCENARIO = json.loads((Path(__file__).parent / "scenario.json").read_text())
 
 
 def app(directory: Path) -> tooljig.Engine:
+    # The round's backend: a PostgreSQL URL in backend.url, else SQLite files in the directory.
+    url = (directory / "backend.url").read_text().strip() if (directory / "backend.url").exists() else None
     engine = tooljig.Engine(
-        state_store=tooljig.SqliteStore(str(directory / "state.db")),
-        audit=tooljig.SqliteAudit(str(directory / "audit.db")),
+        state_store=url or tooljig.SqliteStore(str(directory / "state.db")),
+        audit=url or tooljig.SqliteAudit(str(directory / "audit.db")),
         run_lease_ms=SCENARIO["lease_ms"],
     )
     effects = directory / "effects.txt"
@@ -45,7 +47,9 @@ def main() -> None:
     else:
         out = engine.resume_sync(sys.argv[3])
     finals = [{"call": r.call_id, "envelope": r.envelope} for r in out.results]
-    (directory / "final.json").write_text(json.dumps(finals))
+    # Written aside and renamed: a kill mid-write never leaves a half file that reads as finished.
+    (directory / "final.json.tmp").write_text(json.dumps(finals))
+    (directory / "final.json.tmp").replace(directory / "final.json")
 
 
 if __name__ == "__main__":

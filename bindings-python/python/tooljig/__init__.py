@@ -21,10 +21,10 @@ import atexit
 
 from tooljig import _native
 from tooljig._native import BatchResult, CallResult, Caller, Event, ToolContext
-from tooljig.audit import JsonlAudit, MemoryAudit, SqliteAudit
+from tooljig.audit import JsonlAudit, MemoryAudit, PostgresAudit, SqliteAudit
 from tooljig.calls import Call
 from tooljig.codes import ErrorCode
-from tooljig.durable import MemoryStore, SqliteStore
+from tooljig.durable import MemoryStore, PostgresStore, SqliteStore
 from tooljig.engine import Engine, EventStream
 from tooljig.errors import (
     DuplicateToolError,
@@ -81,6 +81,8 @@ __all__ = [
     "Retry",
     "ShutdownError",
     "SqliteAudit",
+    "PostgresAudit",
+    "PostgresStore",
     "SqliteStore",
     "ToolContext",
     "ToolError",

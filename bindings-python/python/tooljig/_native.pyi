@@ -56,6 +56,8 @@ class Engine:
         policy_hook: tuple[Callable[[dict[str, Any]], Any], bool] | None = None,
         resolvers: Mapping[str, tuple[Callable[[dict[str, Any]], Any], bool]] | None = None,
         state_store: str | Mapping[str, str] | None = None,
+        rate_limiter: str | None = None,
+        result_cache: str | None = None,
         approval_predicate: tuple[Callable[[dict[str, Any]], Any], bool] | None = None,
         seal_key: str | None = None,
         audit_anchor: str | None = None,

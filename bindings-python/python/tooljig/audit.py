@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AuditLog", "JsonlAudit", "MemoryAudit", "SqliteAudit"]
+__all__ = ["AuditLog", "JsonlAudit", "MemoryAudit", "PostgresAudit", "SqliteAudit"]
 
 
 @dataclass(frozen=True)
@@ -43,5 +43,17 @@ class JsonlAudit:
         return {"jsonl": os.fspath(self.path)}
 
 
+@dataclass(frozen=True)
+class PostgresAudit:
+    """Appends the records to a PostgreSQL database: one hash chain, however many workers on
+    however many machines write it (the database serialises their commits). ``url`` is
+    libpq's; ``?schema=NAME`` puts the tables in their own schema (default ``tooljig``)."""
+
+    url: str
+
+    def _option(self) -> Any:
+        return {"postgres": self.url}
+
+
 #: Any of the audit sinks.
-AuditLog = MemoryAudit | SqliteAudit | JsonlAudit
+AuditLog = MemoryAudit | SqliteAudit | JsonlAudit | PostgresAudit

@@ -36,6 +36,7 @@ class ErrorCode(str, Enum):
     EXTERNAL_API_ERROR = "external_api_error"
     INTERNAL_ERROR = "internal_error"
     OUTCOME_UNKNOWN = "outcome_unknown"
+    UNAVAILABLE = "unavailable"
     OUTPUT_TOO_LARGE = "output_too_large"
     INVALID_OUTPUT = "invalid_output"
     PENDING_APPROVAL = "pending_approval"

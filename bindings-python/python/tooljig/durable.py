@@ -48,8 +48,21 @@ class SqliteStore:
         return {"sqlite": os.fspath(self.path)}
 
 
+@dataclass(frozen=True)
+class PostgresStore:
+    """Keeps runs, approvals and preferences in a PostgreSQL database: every worker, on
+    every machine, that opens the same ``url`` shares them. ``url`` is libpq's
+    (``postgres://user@host:5432/db``); ``?schema=NAME`` puts the tables in their own schema
+    (default ``tooljig``), created with its tables on first use."""
+
+    url: str
+
+    def _option(self) -> Any:
+        return {"postgres": self.url}
+
+
 #: Any of the state stores.
-StateStore = MemoryStore | SqliteStore
+StateStore = MemoryStore | SqliteStore | PostgresStore
 
 
 def _caller(caller: CallerLike) -> dict[str, Any]:

@@ -17,9 +17,9 @@ from typing import Any, TypeVar, overload
 from tooljig import _native
 from tooljig._native import BatchResult, Caller, Event
 from tooljig._native_stream import NativeEventStream
-from tooljig.audit import AuditLog, JsonlAudit, MemoryAudit, SqliteAudit
+from tooljig.audit import AuditLog, JsonlAudit, MemoryAudit, PostgresAudit, SqliteAudit
 from tooljig.calls import Call
-from tooljig.durable import DurableRuns, MemoryStore, SqliteStore, StateStore
+from tooljig.durable import DurableRuns, MemoryStore, PostgresStore, SqliteStore, StateStore
 from tooljig.errors import InvalidInputError
 from tooljig.policy import Retry
 from tooljig.schema import from_function, invoker_for_schema, is_async_callable, output_schema_of
@@ -55,7 +55,9 @@ class Engine(DurableRuns):
     ``{"min_risk": "high"}``), ``external_expiry_ms`` and ``run_lease_ms`` (how soon another
     process may take over a run whose process died; 15 000 by default) configure durable runs.
 
-    Guardrails: ``audit`` (:class:`MemoryAudit`, :class:`SqliteAudit` or :class:`JsonlAudit`)
+    Guardrails: ``audit`` (:class:`MemoryAudit`, :class:`SqliteAudit`, :class:`JsonlAudit`,
+    :class:`PostgresAudit`, or a URL: ``"memory"``, ``"sqlite://PATH"``, ``"jsonl://PATH"``,
+    ``"postgres://..."``)
     keeps a hash-chained record of every call; ``policy_hook(request)`` is the app's last
     word on each call (``request``: ``tool``, ``call_id``, ``arguments``, ``caller``,
     ``risk``, ``effect``; it returns ``True``, ``False`` or ``{"allow": ..., "reason": ...}``);
@@ -64,6 +66,10 @@ class Engine(DurableRuns):
     ``{"status": "not_found"}`` or ``{"status": "ambiguous", "candidates": [...]}``). Both
     may be ``def`` (run on a worker thread) or ``async def`` (run on the batch's event loop);
     raising :class:`ToolError` refuses the call with that error, anything else fails closed.
+    ``rate_limiter`` is where rate-limit budgets live and ``result_cache`` where read tools'
+    cached results live: ``"memory"`` (the default, per process) or
+    ``"redis://HOST:PORT/DB?prefix=NAME"``, shared by every worker (Redis unreachable: a
+    limited call ends ``unavailable``, never unlimited; a cache lookup is a miss).
 
     Tamper evidence: ``seal_key`` (bytes, or a string: ``"env:NAME"``, ``"file:PATH"``,
     ``"hex:HEX"`` or the key itself; at least 32 bytes) seals the audit chain and stored
@@ -71,10 +77,10 @@ class Engine(DurableRuns):
     records, or make a decision the engine will honour; ``audit_anchor`` (a path, out of band)
     receives the log's head after every commit, so records cut off the end are detected.
 
-    Durable runs: ``state_store`` (:class:`MemoryStore`, the default, or
-    :class:`SqliteStore`) keeps runs, approvals and preferences; ``approval_predicate(query)``
-    (``query``: ``tool``, ``arguments``, ``caller``, ``risk``) returns whether a call needs a
-    human decision. The operations on runs (``decide``, ``resume``, ``rollback``, ...) are
+    Durable runs: ``state_store`` (:class:`MemoryStore`, the default, :class:`SqliteStore`,
+    :class:`PostgresStore`, or a URL: ``"memory"``, ``"sqlite://PATH"``, ``"postgres://..."``)
+    keeps runs, approvals and preferences; ``approval_predicate(query)`` (``query``: ``tool``,
+    ``arguments``, ``caller``, ``risk``) returns whether a call needs a human decision. The operations on runs (``decide``, ``resume``, ``rollback``, ...) are
     in :class:`tooljig.durable.DurableRuns`.
     """
 
@@ -87,22 +93,25 @@ class Engine(DurableRuns):
         approval_rules: Mapping[str, Any] | None = None,
         external_expiry_ms: int | None = None,
         run_lease_ms: int | None = None,
-        audit: AuditLog | None = None,
+        audit: AuditLog | str | None = None,
         policy_hook: Callable[[dict[str, Any]], Any] | None = None,
         resolvers: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
-        state_store: StateStore | None = None,
+        state_store: StateStore | str | None = None,
+        rate_limiter: str | None = None,
+        result_cache: str | None = None,
         approval_predicate: Callable[[dict[str, Any]], Any] | None = None,
         seal_key: str | bytes | None = None,
         audit_anchor: str | os.PathLike[str] | None = None,
     ) -> None:
-        if audit is not None and not isinstance(audit, (MemoryAudit, SqliteAudit, JsonlAudit)):
+        if audit is not None and not isinstance(audit, (str, MemoryAudit, SqliteAudit, JsonlAudit, PostgresAudit)):
             raise InvalidInputError(
-                f"invalid audit: expected MemoryAudit(), SqliteAudit(path) or JsonlAudit(path), "
-                f"not {audit!r}"
+                "invalid audit: expected MemoryAudit(), SqliteAudit(path), JsonlAudit(path), "
+                f"PostgresAudit(url) or a URL, not {audit!r}"
             )
-        if state_store is not None and not isinstance(state_store, (MemoryStore, SqliteStore)):
+        if state_store is not None and not isinstance(state_store, (str, MemoryStore, SqliteStore, PostgresStore)):
             raise InvalidInputError(
-                f"invalid state_store: expected MemoryStore() or SqliteStore(path), not {state_store!r}"
+                "invalid state_store: expected MemoryStore(), SqliteStore(path), PostgresStore(url) "
+                f"or a URL, not {state_store!r}"
             )
         self._native = _native.Engine(
             limits=dict(limits) if limits is not None else None,
@@ -111,14 +120,18 @@ class Engine(DurableRuns):
             approval_rules=dict(approval_rules) if approval_rules is not None else None,
             external_expiry_ms=external_expiry_ms,
             run_lease_ms=run_lease_ms,
-            audit=audit._option() if audit is not None else None,
+            audit=audit if isinstance(audit, str) or audit is None else audit._option(),
             policy_hook=_app_callable("policy_hook", policy_hook) if policy_hook is not None else None,
             resolvers={
                 name: _app_callable(f"resolvers[{name!r}]", f) for name, f in resolvers.items()
             }
             if resolvers is not None
             else None,
-            state_store=state_store._option() if state_store is not None else None,
+            state_store=(
+                state_store if isinstance(state_store, str) or state_store is None else state_store._option()
+            ),
+            rate_limiter=rate_limiter,
+            result_cache=result_cache,
             approval_predicate=_app_callable("approval_predicate", approval_predicate)
             if approval_predicate is not None
             else None,

@@ -356,7 +356,7 @@ fn refuse(code: ErrorCode, reason: &str, message: impl Into<String>) -> ToolErro
 }
 
 fn store_refusal(e: StoreError) -> ToolError {
-    refuse(ErrorCode::InternalError, "store_unavailable", e.0)
+    e.refusal()
 }
 
 /// Whether `approver` may decide on `record`.

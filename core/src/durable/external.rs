@@ -142,10 +142,9 @@ pub async fn park(d: &CallDurable, job: &Job, result: &mut CallResult) {
             );
         }
         Err(e) => {
-            result.envelope = Envelope::error(
-                ErrorCode::InternalError,
-                "the state store is unavailable; the client-side call was not handed out",
-            );
+            result.envelope = Envelope::Error(StoreError::envelope(
+                "the client-side call was not handed out",
+            ));
             result.detail = Some(e.0);
         }
     }
@@ -200,7 +199,7 @@ pub async fn submit_result(
     let key = run_call_key(run_id, call_id);
     let found = get_as::<ExternalCall>(store, Namespace::External, &key)
         .await
-        .map_err(|e| refuse(ErrorCode::InternalError, "store_unavailable", e.0))?;
+        .map_err(StoreError::refusal)?;
     let Some((mut rec, version)) = found else {
         return Err(refuse(
             ErrorCode::NotFound,
@@ -279,7 +278,7 @@ pub async fn submit_result(
         Some(RETAIN_MS),
     )
     .await
-    .map_err(|e| refuse(ErrorCode::InternalError, "store_unavailable", e.0))?;
+    .map_err(StoreError::refusal)?;
     if won.is_none() {
         return Err(refuse(
             ErrorCode::Conflict,
@@ -295,7 +294,7 @@ pub async fn pending(store: &dyn StateStore, run_id: &str) -> Result<Vec<Externa
     let rows = store
         .list(Namespace::External, &format!("{run_id}/"), usize::MAX)
         .await
-        .map_err(|e| refuse(ErrorCode::InternalError, "store_unavailable", e.0))?;
+        .map_err(StoreError::refusal)?;
     let now = now_ms();
     Ok(rows
         .into_iter()

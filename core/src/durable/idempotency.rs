@@ -126,11 +126,7 @@ impl Waiters {
 }
 
 fn store_err(e: StoreError) -> ToolError {
-    ToolError::new(
-        ErrorCode::InternalError,
-        "the state store is unavailable; the call was not run",
-    )
-    .with("store_error", e.0)
+    e.refusal()
 }
 
 fn conflict() -> Envelope {

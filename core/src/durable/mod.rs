@@ -21,7 +21,6 @@ pub mod store;
 use crate::call::{ApprovalInfo, ApprovalStatus, CallResult, CallStatus};
 use crate::digest::hash_value;
 use crate::envelope::{Envelope, ToolError};
-use crate::error_code::ErrorCode;
 use crate::handler::Handler;
 use crate::job::Job;
 use crate::policy::{ApprovalRules, EffectClass};
@@ -120,11 +119,18 @@ pub struct Guarded {
 }
 
 fn store_failure(result: &mut CallResult, e: StoreError) {
-    result.envelope = Envelope::Error(ToolError::new(
-        ErrorCode::InternalError,
-        "the state store is unavailable; the call was not run",
-    ));
+    result.envelope = Envelope::Error(StoreError::envelope("the call was not run"));
     result.detail = Some(e.0);
+}
+
+/// Ends the call with a durable step's refusal. A store failure's message is the backend's
+/// own: it moves to the result's detail, and the model reads only that the store is down.
+fn refuse(result: &mut CallResult, e: ToolError) {
+    if e.code == crate::error_code::ErrorCode::Unavailable {
+        store_failure(result, StoreError(e.message));
+    } else {
+        result.envelope = Envelope::Error(e);
+    }
 }
 
 /// Steps 7 and 8 for one call: claim it in a resumed run, replay or join a duplicate, ask
@@ -170,7 +176,7 @@ async fn guard(
             Ok(true) => return false,
             Ok(false) => {}
             Err(e) => {
-                result.envelope = Envelope::Error(e);
+                refuse(result, e);
                 return false;
             }
         }
@@ -286,7 +292,7 @@ async fn guard(
             }
             Ok(Outcome::Settled) => return false,
             Err(e) => {
-                result.envelope = Envelope::Error(e);
+                refuse(result, e);
                 return false;
             }
         }

@@ -130,7 +130,7 @@ impl Preference {
 }
 
 fn refusal(e: StoreError) -> ToolError {
-    ToolError::new(ErrorCode::InternalError, e.0).with("reason", "store_unavailable")
+    e.refusal()
 }
 
 /// Lets `caller` run `tool` without approval from now on, for calls whose top-level

@@ -52,9 +52,7 @@ pub async fn rollback(
     host: Option<HostData>,
 ) -> Result<RollbackReport, ToolError> {
     let store = durable.store.as_ref();
-    let refusal = |e: StoreError| {
-        ToolError::new(ErrorCode::InternalError, e.0).with("reason", "store_unavailable")
-    };
+    let refusal = StoreError::refusal;
     let Some((mut record, _)) = get_as::<RunRecord>(store, Namespace::Run, run_id)
         .await
         .map_err(refusal)?

@@ -122,7 +122,7 @@ fn refusal(code: ErrorCode, reason: &str, message: impl Into<String>) -> ToolErr
 }
 
 fn store_refusal(e: StoreError) -> ToolError {
-    refusal(ErrorCode::InternalError, "store_unavailable", e.0)
+    e.refusal()
 }
 
 /// Where [`begin_resume`] leaves a run.

@@ -13,7 +13,7 @@ mod guardrails;
 pub mod options;
 
 pub use crate::batch::{BatchOptions, BatchResult, DEFAULT_CONCURRENCY};
-pub use options::{AuditSpec, EngineOptions, OptionsError, StoreSpec};
+pub use options::{AuditSpec, CoordinationSpec, EngineOptions, OptionsError, StoreSpec};
 
 use crate::arguments::Limits;
 use crate::call::Call;

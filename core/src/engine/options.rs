@@ -10,14 +10,18 @@
 //! | `memory` or `memory://` | in this process | in this process |
 //! | `sqlite://PATH` (`sqlite:///abs/path.db`, `sqlite://rel.db`, `sqlite:rel.db`) | SQLite file | SQLite file |
 //! | `jsonl://PATH` | — | JSON Lines file |
+//! | `postgres://user@host:port/db?schema=NAME` (or `postgresql://`) | PostgreSQL (feature `postgres`) | — |
 //!
-//! The object forms `{"sqlite": PATH}` and `{"jsonl": PATH}` are accepted as aliases.
+//! The object forms `{"sqlite": PATH}`, `{"jsonl": PATH}` and `{"postgres": URL}` are accepted
+//! as aliases.
 
 use super::Engine;
 use crate::arguments::Limits;
 use crate::durable::store::{MemoryStore, SqliteStore, StateStore};
 use crate::guard::access::Settings;
 use crate::guard::audit::{AuditOptions, AuditSink, JsonlAudit, MemoryAudit, SqliteAudit};
+use crate::guard::cache::{InProcessCache, ResultCache};
+use crate::guard::rate_limit::{InProcessLimiter, RateLimiter};
 use crate::policy::ApprovalRules;
 use crate::schema::SchemaResources;
 use crate::seal::SealKey;
@@ -48,6 +52,12 @@ pub struct EngineOptions {
     pub audit: Option<AuditSpec>,
     /// Where durable state lives; given, every batch is a run.
     pub state_store: Option<StoreSpec>,
+    /// Where rate-limit budgets live: this process (the default) or a Redis every worker
+    /// shares.
+    pub rate_limiter: Option<CoordinationSpec>,
+    /// Where read tools' cached results live: this process (the default) or a Redis every
+    /// worker shares.
+    pub result_cache: Option<CoordinationSpec>,
     /// The app's secret that seals the audit chain and stored approval decisions
     /// (HMAC-SHA256; `env:NAME`, `file:PATH`, `hex:HEX` or the key itself). Never written
     /// out again.
@@ -122,6 +132,16 @@ impl EngineOptions {
                     options.state_store =
                         Some(StoreSpec::parse(&value).map_err(|m| OptionsError::new(&key, m))?)
                 }
+                "rate_limiter" => {
+                    options.rate_limiter = Some(
+                        CoordinationSpec::parse(&value).map_err(|m| OptionsError::new(&key, m))?,
+                    )
+                }
+                "result_cache" => {
+                    options.result_cache = Some(
+                        CoordinationSpec::parse(&value).map_err(|m| OptionsError::new(&key, m))?,
+                    )
+                }
                 "seal_key" => {
                     let spec = value.as_str().ok_or_else(|| {
                         OptionsError::new(
@@ -159,6 +179,8 @@ impl EngineOptions {
         "run_lease_ms",
         "audit",
         "state_store",
+        "rate_limiter",
+        "result_cache",
         "seal_key",
         "audit_anchor",
     ];
@@ -207,6 +229,18 @@ impl EngineOptions {
         if let Some(key) = self.seal_key {
             engine = engine.with_seal_key(key);
         }
+        if let Some(limits) = self.rate_limiter {
+            let limiter = limits
+                .limiter()
+                .map_err(|m| OptionsError::new("rate_limiter", m))?;
+            engine = engine.with_rate_limiter(limiter);
+        }
+        if let Some(cache) = self.result_cache {
+            let cache = cache
+                .cache()
+                .map_err(|m| OptionsError::new("result_cache", m))?;
+            engine = engine.with_cache(cache);
+        }
         if let Some(store) = self.state_store {
             let store = store
                 .open()
@@ -224,7 +258,73 @@ pub enum StoreSpec {
     Memory,
     /// A SQLite file, shared by the processes that open it.
     Sqlite(PathBuf),
+    /// A PostgreSQL database (its libpq URL, with `?schema=NAME`), shared by every worker.
+    Postgres(String),
 }
+
+/// Where what workers coordinate through lives: rate-limit budgets (`rate_limiter`) and
+/// cached results (`result_cache`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoordinationSpec {
+    /// In this process: a limit or a cached result holds per process.
+    Memory,
+    /// A Redis server (`redis://host:port/db?prefix=NAME`): shared by every worker that
+    /// names it.
+    Redis(String),
+}
+
+impl CoordinationSpec {
+    /// Reads a spec from its URL form: `memory` or `redis://...` (`rediss://` for TLS is not
+    /// built in).
+    pub fn parse(value: &Value) -> Result<Self, String> {
+        match value.as_str() {
+            Some("memory" | "memory://") => Ok(CoordinationSpec::Memory),
+            Some(url) if url.starts_with("redis://") => {
+                Ok(CoordinationSpec::Redis(url.to_string()))
+            }
+            _ => Err(format!(
+                "expected \"memory\" or a redis://HOST:PORT URL, got {value}"
+            )),
+        }
+    }
+
+    /// The URL form.
+    pub fn to_url(&self) -> String {
+        match self {
+            CoordinationSpec::Memory => "memory://".into(),
+            CoordinationSpec::Redis(url) => url.clone(),
+        }
+    }
+
+    /// Opens a rate limiter there (connecting on first use).
+    pub fn limiter(&self) -> Result<Arc<dyn RateLimiter>, String> {
+        match self {
+            CoordinationSpec::Memory => Ok(Arc::new(InProcessLimiter::new())),
+            #[cfg(feature = "redis")]
+            CoordinationSpec::Redis(url) => Ok(Arc::new(
+                crate::guard::rate_limit_redis::RedisLimiter::open(url)?,
+            )),
+            #[cfg(not(feature = "redis"))]
+            CoordinationSpec::Redis(_) => Err(NO_REDIS.into()),
+        }
+    }
+
+    /// Opens a result cache there (connecting on first use).
+    pub fn cache(&self) -> Result<Arc<dyn ResultCache>, String> {
+        match self {
+            CoordinationSpec::Memory => Ok(Arc::new(InProcessCache::default())),
+            #[cfg(feature = "redis")]
+            CoordinationSpec::Redis(url) => {
+                Ok(Arc::new(crate::guard::cache_redis::RedisCache::open(url)?))
+            }
+            #[cfg(not(feature = "redis"))]
+            CoordinationSpec::Redis(_) => Err(NO_REDIS.into()),
+        }
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+const NO_REDIS: &str = "this build of tooljig has no Redis support (feature `redis`)";
 
 /// Where audit records go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,6 +335,8 @@ pub enum AuditSpec {
     Sqlite(PathBuf),
     /// A JSON Lines file, one record a line.
     Jsonl(PathBuf),
+    /// A PostgreSQL database (its libpq URL, with `?schema=NAME`): one chain for every worker.
+    Postgres(String),
 }
 
 /// A spec's scheme and path: `memory`, `memory://`, `sqlite://PATH`, `sqlite:PATH`, or the
@@ -262,6 +364,18 @@ fn scheme_and_path(value: &Value) -> Result<(String, Option<PathBuf>), String> {
     }
 }
 
+#[cfg(not(feature = "postgres"))]
+const NO_POSTGRES: &str = "this build of tooljig has no PostgreSQL support (feature `postgres`)";
+
+/// The URL of a `postgres://` spec: the string itself, or what the object form
+/// `{"postgres": URL}` holds where other kinds hold a path.
+fn postgres_url(value: &Value, scheme: &str, path: Option<PathBuf>) -> Result<String, String> {
+    match value {
+        Value::String(url) => Ok(url.clone()),
+        _ => Ok(needs_path(scheme, path)?.to_string_lossy().into_owned()),
+    }
+}
+
 fn needs_path(scheme: &str, path: Option<PathBuf>) -> Result<PathBuf, String> {
     path.ok_or_else(|| format!("{scheme}: needs a file path, e.g. \"{scheme}://data/tooljig.db\""))
 }
@@ -273,8 +387,11 @@ impl StoreSpec {
         match scheme.as_str() {
             "memory" => Ok(StoreSpec::Memory),
             "sqlite" => Ok(StoreSpec::Sqlite(needs_path(&scheme, path)?)),
+            "postgres" | "postgresql" => {
+                Ok(StoreSpec::Postgres(postgres_url(value, &scheme, path)?))
+            }
             other => Err(format!(
-                "no state store speaks {other:?}; expected memory or sqlite://PATH"
+                "no state store speaks {other:?}; expected memory, sqlite://PATH or postgres://HOST/DB"
             )),
         }
     }
@@ -284,6 +401,7 @@ impl StoreSpec {
         match self {
             StoreSpec::Memory => "memory://".into(),
             StoreSpec::Sqlite(p) => format!("sqlite://{}", p.display()),
+            StoreSpec::Postgres(url) => url.clone(),
         }
     }
 
@@ -295,6 +413,12 @@ impl StoreSpec {
                 SqliteStore::open(path)
                     .map_err(|e| format!("cannot open {}: {}", path.display(), e.0))?,
             ),
+            #[cfg(feature = "postgres")]
+            StoreSpec::Postgres(url) => {
+                Arc::new(crate::durable::store::PostgresStore::open(url).map_err(|e| e.0)?)
+            }
+            #[cfg(not(feature = "postgres"))]
+            StoreSpec::Postgres(_) => return Err(NO_POSTGRES.into()),
         })
     }
 }
@@ -307,8 +431,11 @@ impl AuditSpec {
             "memory" => Ok(AuditSpec::Memory),
             "sqlite" => Ok(AuditSpec::Sqlite(needs_path(&scheme, path)?)),
             "jsonl" => Ok(AuditSpec::Jsonl(needs_path(&scheme, path)?)),
+            "postgres" | "postgresql" => {
+                Ok(AuditSpec::Postgres(postgres_url(value, &scheme, path)?))
+            }
             other => Err(format!(
-                "no audit log speaks {other:?}; expected memory, sqlite://PATH or jsonl://PATH"
+                "no audit log speaks {other:?}; expected memory, sqlite://PATH, jsonl://PATH or postgres://HOST/DB"
             )),
         }
     }
@@ -319,6 +446,7 @@ impl AuditSpec {
             AuditSpec::Memory => "memory://".into(),
             AuditSpec::Sqlite(p) => format!("sqlite://{}", p.display()),
             AuditSpec::Jsonl(p) => format!("jsonl://{}", p.display()),
+            AuditSpec::Postgres(url) => url.clone(),
         }
     }
 
@@ -347,6 +475,13 @@ impl AuditSpec {
             AuditSpec::Jsonl(path) => Arc::new(
                 JsonlAudit::open_with(path, options).map_err(|e| failed(path, e.to_string()))?,
             ),
+            #[cfg(feature = "postgres")]
+            AuditSpec::Postgres(url) => Arc::new(
+                crate::guard::audit::PostgresAudit::open(url, options)
+                    .map_err(|e| e.to_string())?,
+            ),
+            #[cfg(not(feature = "postgres"))]
+            AuditSpec::Postgres(_) => return Err(NO_POSTGRES.into()),
         })
     }
 }
@@ -369,6 +504,7 @@ macro_rules! url_serde {
 }
 
 url_serde!(StoreSpec);
+url_serde!(CoordinationSpec);
 url_serde!(AuditSpec);
 
 #[cfg(test)]
@@ -399,6 +535,16 @@ mod tests {
         assert_eq!(
             AuditSpec::parse(&json!("jsonl:///var/log/a.jsonl")),
             Ok(AuditSpec::Jsonl("/var/log/a.jsonl".into()))
+        );
+        assert_eq!(
+            StoreSpec::parse(&json!("postgres://127.0.0.1/test?schema=t1")),
+            Ok(StoreSpec::Postgres(
+                "postgres://127.0.0.1/test?schema=t1".into()
+            ))
+        );
+        assert_eq!(
+            StoreSpec::parse(&json!({"postgres": "postgresql://h/db"})),
+            Ok(StoreSpec::Postgres("postgresql://h/db".into()))
         );
         assert!(StoreSpec::parse(&json!("jsonl://a")).is_err());
         assert!(StoreSpec::parse(&json!("sqlite://")).is_err());

@@ -14,8 +14,12 @@
 pub mod access;
 pub mod audit;
 pub mod cache;
+#[cfg(feature = "redis")]
+pub mod cache_redis;
 pub mod hidden;
 pub mod rate_limit;
+#[cfg(feature = "redis")]
+pub mod rate_limit_redis;
 pub mod telemetry;
 
 use crate::call::CallResult;
@@ -157,18 +161,30 @@ pub async fn authorize(guards: &Guards, job: &mut Job, result: &mut CallResult) 
             key: limit.key(&job.caller),
             limit: limit.clone(),
         };
-        if let RateDecision::Limited { retry_after } = guards.rate_limiter.acquire(request).await {
-            // Round up: retrying after a rounded-down wait would be refused again.
-            let ms = retry_after.as_micros().div_ceil(1000).max(1) as u64;
-            let e = ToolError::new(
-                ErrorCode::RateLimited,
-                format!(
-                    "too many calls of {:?}; wait {ms} ms before calling it again",
-                    job.tool.spec.name
-                ),
-            )
-            .with("retry_after_ms", ms);
-            return refuse(job, result, Envelope::Error(e));
+        match guards.rate_limiter.acquire(request).await {
+            RateDecision::Allowed => {}
+            RateDecision::Limited { retry_after } => {
+                // Round up: retrying after a rounded-down wait would be refused again.
+                let ms = retry_after.as_micros().div_ceil(1000).max(1) as u64;
+                let e = ToolError::new(
+                    ErrorCode::RateLimited,
+                    format!(
+                        "too many calls of {:?}; wait {ms} ms before calling it again",
+                        job.tool.spec.name
+                    ),
+                )
+                .with("retry_after_ms", ms);
+                return refuse(job, result, Envelope::Error(e));
+            }
+            RateDecision::Unavailable { why } => {
+                let e = ToolError::new(
+                    ErrorCode::Unavailable,
+                    "the rate limiter is unavailable; the call was not run",
+                )
+                .with("reason", "limiter_unavailable");
+                result.detail = Some(why);
+                return refuse(job, result, Envelope::Error(e));
+            }
         }
     }
     ControlFlow::Continue(())

@@ -4,8 +4,9 @@
 //! replenished every `per_ms / max`, with up to `burst` calls at once. The engine only talks
 //! to the [`RateLimiter`] seam; [`InProcessLimiter`] implements it with the `governor` crate
 //! (lock-free GCRA state per key), so a limit holds per process. A limiter shared by several
-//! processes would implement the same trait and be passed to
-//! [`crate::Engine::with_rate_limiter`]; none is shipped yet.
+//! processes implements the same trait and is passed to
+//! [`crate::Engine::with_rate_limiter`]: `RedisLimiter` (feature `redis`, `rate_limit_redis.rs`)
+//! keeps the same GCRA in Redis.
 
 use crate::handler::BoxFuture;
 use governor::clock::{Clock, MonotonicClock};
@@ -47,7 +48,7 @@ pub struct RateRequest {
 }
 
 /// The limiter's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RateDecision {
     /// The call may go on; it used one cell of the budget.
     Allowed,
@@ -56,11 +57,18 @@ pub enum RateDecision {
         /// Time until the next cell is free.
         retry_after: Duration,
     },
+    /// The budget could not be checked (a shared limiter's server is unreachable): the call
+    /// does not run, and may be retried once the server is back.
+    Unavailable {
+        /// What went wrong, for the app (never shown to the model).
+        why: String,
+    },
 }
 
-/// Where rate-limit budgets live. The in-process one is the default and the only one shipped;
-/// a limiter shared by several processes would implement this trait. An implementation decides itself how to fail when its store is
-/// unreachable (open or closed) and says so in its docs.
+/// Where rate-limit budgets live: [`InProcessLimiter`] (the default, per process) or
+/// `RedisLimiter` (feature `redis`, shared by every worker). An implementation decides
+/// itself how to fail when its store is unreachable (open: [`RateDecision::Allowed`], or
+/// closed: [`RateDecision::Unavailable`]) and says so in its docs.
 pub trait RateLimiter: Send + Sync + 'static {
     /// Takes one cell from the budget, or says how long to wait.
     fn acquire(&self, request: RateRequest) -> BoxFuture<RateDecision>;

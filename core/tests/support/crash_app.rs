@@ -5,7 +5,6 @@
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 use tooljig::store::Namespace;
 use tooljig::*;
@@ -17,14 +16,28 @@ pub fn scenario() -> Value {
     serde_json::from_str(&text).expect("the scenario is JSON")
 }
 
-/// The app, as every process builds it: state and audit in `dir`, one tool per effect
-/// class, each making its effect durable before a pause a kill may cut.
+/// Where the round's state and audit live: the URL in `dir/backend.url` (a PostgreSQL
+/// schema of the round's own), else SQLite files in `dir`.
+pub fn backend(dir: &Path) -> (Value, Value) {
+    match std::fs::read_to_string(dir.join("backend.url")) {
+        Ok(url) => (json!(url.trim()), json!(url.trim())),
+        Err(_) => (
+            json!({"sqlite": dir.join("state.db")}),
+            json!({"sqlite": dir.join("audit.db")}),
+        ),
+    }
+}
+
+/// The app, as every process builds it: state and audit where [`backend`] says, one tool
+/// per effect class, each making its effect durable before a pause a kill may cut.
 pub fn app(dir: &Path) -> Engine {
     let s = scenario();
-    let engine = Engine::new()
-        .with_state_store(Arc::new(SqliteStore::open(dir.join("state.db")).unwrap()))
-        .with_audit(Arc::new(SqliteAudit::open(dir.join("audit.db")).unwrap()))
-        .with_run_lease_ms(s["lease_ms"].as_u64().unwrap());
+    let (state, audit) = backend(dir);
+    let engine = EngineOptions::from_value(json!({
+        "state_store": state, "audit": audit, "run_lease_ms": s["lease_ms"],
+    }))
+    .and_then(EngineOptions::build)
+    .unwrap();
     for t in s["tools"].as_array().unwrap() {
         let class: EffectClass = serde_json::from_value(t["effect_class"].clone()).unwrap();
         let effects = dir.join("effects.txt");
@@ -94,13 +107,30 @@ pub fn play(role: &str, dir: &Path, run: Option<&str>, ready: impl FnOnce()) {
             .iter()
             .map(|r| json!({"call": r.call_id, "envelope": r.envelope.to_value()}))
             .collect();
-        std::fs::write(dir.join("final.json"), Value::Array(results).to_string()).unwrap();
+        // Written aside and renamed: a kill mid-write never leaves a half file that reads as
+        // finished.
+        std::fs::write(
+            dir.join("final.json.tmp"),
+            Value::Array(results).to_string(),
+        )
+        .unwrap();
+        std::fs::rename(dir.join("final.json.tmp"), dir.join("final.json")).unwrap();
     });
+}
+
+/// Whether the round's audit chain verifies.
+pub fn audit_intact(dir: &Path) -> bool {
+    let sink = AuditSpec::parse(&backend(dir).1).unwrap().open().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(sink.verify()).unwrap().is_intact()
 }
 
 /// The run the store in `dir` holds, if a first pass got as far as writing it.
 pub fn stored_run(dir: &Path) -> Option<String> {
-    let store = SqliteStore::open(dir.join("state.db")).unwrap();
+    let store = StoreSpec::parse(&backend(dir).0).unwrap().open().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

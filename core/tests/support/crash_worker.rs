@@ -19,10 +19,7 @@ fn main() {
     };
     match role {
         "stored-run" => println!("{}", crash_app::stored_run(&dir).unwrap_or_default()),
-        "verify-audit" => {
-            let report = tooljig::SqliteAudit::verify_file(dir.join("audit.db")).unwrap();
-            println!("{}", report.is_intact());
-        }
+        "verify-audit" => println!("{}", crash_app::audit_intact(&dir)),
         _ => crash_app::play(role, &dir, args.get(2).map(String::as_str), || {
             println!("ready");
             std::io::stdout().flush().unwrap();

@@ -8,15 +8,22 @@
 //! Redis `WATCH`/`MULTI` or Lua script with `PEXPIRE`. Leases are records whose expiry is
 //! checked by the store, never by a clock the caller trusts.
 //!
-//! Two stores ship: [`MemoryStore`] (one process, tests) and [`SqliteStore`] (one file, WAL,
-//! shared by every process that opens it).
+//! Three stores ship: [`MemoryStore`] (one process, tests), [`SqliteStore`] (one file, WAL,
+//! shared by every process that opens it) and `PostgresStore` (feature `postgres`: one
+//! database, shared by every worker on every machine).
 
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
+use crate::envelope::ToolError;
+use crate::error_code::ErrorCode;
 use crate::handler::BoxFuture;
 use serde_json::Value;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -83,6 +90,26 @@ pub enum Expect {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("state store: {0}")]
 pub struct StoreError(pub String);
+
+impl StoreError {
+    /// The refusal an app's operation (decide, resume, submit a result, ...) gets when the
+    /// store failed: `unavailable`, retryable, reason `store_unavailable`, with what the
+    /// backend said.
+    pub fn refusal(self) -> ToolError {
+        ToolError::new(ErrorCode::Unavailable, self.0).with("reason", "store_unavailable")
+    }
+
+    /// The envelope a model gets for a call the store failed: the same code with a message
+    /// that says what did not happen and nothing of the backend (that stays on the result's
+    /// `detail` and in the audit log).
+    pub fn envelope(what_did_not_happen: &str) -> ToolError {
+        ToolError::new(
+            ErrorCode::Unavailable,
+            format!("the state store is unavailable; {what_did_not_happen}"),
+        )
+        .with("reason", "store_unavailable")
+    }
+}
 
 /// Durable, shared state for idempotency, approvals, runs and compensations.
 ///
@@ -155,14 +182,18 @@ pub(crate) async fn put_as<T: serde::Serialize>(
     store.put(ns, key, expect, value, ttl_ms).await
 }
 
-#[cfg(test)]
-pub(crate) mod contract {
-    //! The behaviour every store must show; run against each implementation.
+pub mod contract {
+    //! The behaviour every store must show, as one check run against each implementation
+    //! (memory, SQLite, PostgreSQL), and against an app's own [`StateStore`]: it panics at
+    //! the first rule the store breaks, so call it from a test. It writes keys `k`, `t`,
+    //! `race`, `p/1`, `p/2` and `q/1`, and takes about a second (it waits for a record to
+    //! expire).
 
     use super::*;
     use serde_json::json;
     use std::sync::Arc;
 
+    /// Runs the contract against an empty `store`; panics on the first violation.
     pub async fn check(store: Arc<dyn StateStore>) {
         let ns = Namespace::Idempotency;
         assert_eq!(store.get(ns, "k").await.unwrap(), None);

@@ -16,6 +16,8 @@ pub mod entry;
 pub mod jsonl;
 pub mod memory;
 pub mod options;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod query;
 pub mod record;
 pub mod redact;
@@ -28,6 +30,8 @@ pub use entry::{AuditEntry, Indexed};
 pub use jsonl::JsonlAudit;
 pub use memory::MemoryAudit;
 pub use options::{AuditOptions, Durability};
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresAudit;
 pub use query::AuditQuery;
 pub use record::{AuditRecord, Outcome};
 pub use redact::Redaction;

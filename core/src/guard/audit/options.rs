@@ -54,7 +54,7 @@ impl AuditOptions {
     }
 
     /// The anchor file, when one is set.
-    fn anchor_file(&self) -> Option<AnchorFile> {
+    pub(crate) fn anchor_file(&self) -> Option<AnchorFile> {
         self.anchor
             .as_ref()
             .map(|p| AnchorFile::new(p, self.key.clone(), self.durability == Durability::Os))

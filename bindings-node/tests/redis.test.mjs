@@ -1,0 +1,63 @@
+// Rate limits and the result cache shared through Redis, from Node, against the real server:
+// two engines (workers) share one budget and one cache; Redis unreachable fails the limited
+// call closed (`unavailable`). Each test has its own key prefix, deleted after.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { test } from 'node:test'
+import { Engine, tool } from '../lib/index.mjs'
+
+const base = process.env.TOOLJIG_REDIS_URL ?? 'redis://127.0.0.1:6379'
+const ana = { principal: 'ana' }
+
+/** @param {string[]} args */
+function cli(...args) {
+  return spawnSync('redis-cli', ['-u', base, ...args], { encoding: 'utf8', timeout: 30_000 })
+}
+
+/** A URL whose `?prefix=` is the test's own, or null (skipped) when the server is away outside CI. */
+function scratch(t) {
+  if (cli('PING').stdout?.trim() !== 'PONG') {
+    if (process.env.CI === 'true') throw new Error(`Redis at ${base} is unreachable under CI=true`)
+    t.skip(`Redis at ${base} is unreachable (or redis-cli is missing)`)
+    return null
+  }
+  const prefix = `tj_node_${randomUUID().replaceAll('-', '')}:`
+  t.after(() => {
+    const keys = cli('--scan', '--pattern', `${prefix}*`).stdout.split(/\s+/).filter(Boolean)
+    if (keys.length) cli('DEL', ...keys)
+  })
+  return `${base}?prefix=${prefix}`
+}
+
+function worker(url, runs) {
+  const engine = new Engine({ rateLimiter: url, resultCache: url })
+  engine.register('ping', tool({ execute: () => (runs.push('ping'), 'pong') }), { rateLimits: [{ max: 3, per_ms: 60_000 }] })
+  engine.register('lookup', tool({ execute: (a) => (runs.push('lookup'), { q: a.q }) }), { effect: 'read', cache: { ttl_ms: 60_000 } })
+  return engine
+}
+
+test('workers share a rate-limit budget and a result cache through Redis', async (t) => {
+  const url = scratch(t)
+  if (!url) return
+  const runs = []
+  const [a, b] = [worker(url, runs), worker(url, runs)]
+  const calls = [0, 1].map((i) => ({ id: `p${i}`, tool: 'ping', arguments: {} }))
+  const results = [...(await a.run(calls, { caller: ana })).results, ...(await b.run(calls, { caller: ana })).results]
+  const codes = results.map((r) => (r.envelope.ok ? 'ok' : r.envelope.error.code))
+  assert.deepEqual(codes.filter((c) => c === 'ok').length, 3, codes.join())
+  assert.deepEqual(codes.filter((c) => c === 'rate_limited').length, 1, codes.join())
+  await a.run([{ id: 'l', tool: 'lookup', arguments: { q: 'x' } }], { caller: ana })
+  const hit = (await b.run([{ id: 'l', tool: 'lookup', arguments: { q: 'x' } }], { caller: ana })).results[0]
+  assert.equal(hit.cached, true)
+  assert.deepEqual(hit.envelope, { ok: true, data: { q: 'x' } })
+  assert.equal(runs.filter((r) => r === 'lookup').length, 1)
+})
+
+test('Redis unreachable fails limited calls closed and retryably', async () => {
+  const runs = []
+  const out = await worker('redis://127.0.0.1:1', runs).run([{ id: 'p', tool: 'ping', arguments: {} }], { caller: ana })
+  const { code, retryable, reason } = out.results[0].envelope.error
+  assert.deepEqual([code, retryable, reason], ['unavailable', true, 'limiter_unavailable'])
+  assert.deepEqual(runs, [])
+})

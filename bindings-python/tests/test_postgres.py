@@ -1,0 +1,110 @@
+"""The PostgreSQL state store from Python, against the real server: runs, approvals and
+idempotency shared by separate engines (workers); a database that is down refuses calls
+with the retryable ``unavailable`` code. Each test has its own schema, dropped after."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import tooljig
+
+BASE = os.environ.get("TOOLJIG_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+ANA = {"principal": "ana", "tenant": "acme"}
+
+
+def _psql(sql: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["psql", BASE, "-qAtc", sql], capture_output=True, text=True, timeout=30)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A URL whose ``?schema=`` is this test's own; the schema is dropped afterwards."""
+    reachable = shutil.which("psql") is not None and _psql("SELECT 1").returncode == 0
+    if not reachable:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL at {BASE} is unreachable under CI=true")
+        pytest.skip(f"PostgreSQL at {BASE} is unreachable (or psql is missing)")
+    schema = f"tj_py_{uuid.uuid4().hex}"
+    yield f"{BASE}?schema={schema}"
+    _psql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def worker(url: str, runs: list[str]) -> tooljig.Engine:
+    engine = tooljig.Engine(state_store=tooljig.PostgresStore(url))
+
+    def pay(args: dict[str, Any]) -> dict[str, Any]:
+        runs.append("pay")
+        return {"paid": args["amount"]}
+
+    def transfer(args: dict[str, Any]) -> dict[str, Any]:
+        runs.append("transfer")
+        return {"sent": args["to"]}
+
+    engine.register("pay", "Pays.", None, pay, idempotency={"mode": "arguments"})
+    engine.register("transfer", "Moves money.", None, transfer, approval={"required": "always"})
+    return engine
+
+
+def test_workers_share_runs_approvals_and_idempotency(postgres_url: str) -> None:
+    runs: list[str] = []
+    a, b = worker(postgres_url, runs), worker(postgres_url, runs)
+    out = a.run_sync([{"id": "t", "tool": "transfer", "arguments": {"to": "bo"}}], caller=ANA)
+    approval = out.get("t")["approval"]
+    assert [p["id"] for p in b.pending_sync()] == [approval["id"]]
+    b.approve_sync(approval["id"], arguments_hash=approval["arguments_hash"], approver=ANA)
+    resumed = b.resume_sync(out.run_id)
+    assert resumed.get("t").envelope == {"ok": True, "data": {"sent": "bo"}}
+
+    first = a.run_sync([{"id": "p", "tool": "pay", "arguments": {"amount": 5}}], caller=ANA)
+    again = b.run_sync([{"id": "p", "tool": "pay", "arguments": {"amount": 5}}], caller=ANA)
+    assert again.get("p").replayed and again.get("p").envelope == first.get("p").envelope
+    assert runs == ["transfer", "pay"]
+
+
+def test_a_url_string_chooses_the_backend(postgres_url: str) -> None:
+    runs: list[str] = []
+    engine = tooljig.Engine(state_store=postgres_url)
+    engine.register("pay", "Pays.", None, lambda args: runs.append("pay") or args, idempotency={"mode": "arguments"})
+    engine.run_sync([{"id": "p", "tool": "pay", "arguments": {"n": 1}}], caller=ANA)
+    assert engine.run_sync([{"id": "p", "tool": "pay", "arguments": {"n": 1}}], caller=ANA).get("p").replayed
+    assert runs == ["pay"]
+    with pytest.raises(tooljig.InvalidInputError, match="state_store"):
+        tooljig.Engine(state_store="postgres://h/db?schema=a;drop")
+
+
+def test_a_database_that_is_down_refuses_retryably_and_runs_nothing() -> None:
+    runs: list[str] = []
+    engine = worker("postgres://postgres@127.0.0.1:1/test?schema=down", runs)
+    out = engine.run_sync([{"id": "p", "tool": "pay", "arguments": {"amount": 1}}], caller=ANA)
+    error = out.get("p").envelope["error"]
+    assert (error["code"], error["retryable"], error["reason"]) == ("unavailable", True, "store_unavailable")
+    assert error["code"] == tooljig.ErrorCode.UNAVAILABLE
+    assert runs == []
+    with pytest.raises(tooljig.ToolError) as refused:
+        engine.pending_sync()
+    assert refused.value.code == "unavailable"
+
+
+def test_workers_write_one_sealed_audit_chain(postgres_url: str) -> None:
+    key = "hex:" + "ab" * 32
+    workers = [tooljig.Engine(audit=tooljig.PostgresAudit(postgres_url), seal_key=key) for _ in range(3)]
+    for w in workers:
+        w.register("echo", "Echoes.", None, lambda args: args)
+    for i in range(4):
+        for n, w in enumerate(workers):
+            w.run_sync([{"id": f"c{i}", "tool": "echo", "arguments": {"i": i}}], caller={"principal": f"p{n}"})
+    assert workers[0].verify_audit() == {"records": 12, "broken": None}
+    assert [r["seq"] for r in workers[1].audit_query()] == list(range(1, 13))
+    assert len(workers[2].audit_query(principal="p1")) == 4
+    # Cut the last record off behind tooljig's back: verify names where the log now ends.
+    schema = postgres_url.split("schema=")[1]
+    _psql(f'DELETE FROM "{schema}".tooljig_audit WHERE seq = 12')
+    report = workers[0].verify_audit()
+    assert report["broken"]["seq"] == 12 and "cut off" in report["broken"]["reason"]

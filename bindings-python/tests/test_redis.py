@@ -1,0 +1,75 @@
+"""Rate limits and the result cache shared through Redis, from Python, against the real
+server: two engines (workers) share one budget and one cache; Redis unreachable fails the
+limited call closed (``unavailable``). Each test has its own key prefix, deleted after."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import tooljig
+
+BASE = os.environ.get("TOOLJIG_REDIS_URL", "redis://127.0.0.1:6379")
+ANA = {"principal": "ana"}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["redis-cli", "-u", BASE, *args], capture_output=True, text=True, timeout=30)
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A URL whose ``?prefix=`` is this test's own; its keys are deleted afterwards."""
+    reachable = shutil.which("redis-cli") is not None and _cli("PING").stdout.strip() == "PONG"
+    if not reachable:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"Redis at {BASE} is unreachable under CI=true")
+        pytest.skip(f"Redis at {BASE} is unreachable (or redis-cli is missing)")
+    prefix = f"tj_py_{uuid.uuid4().hex}:"
+    yield f"{BASE}?prefix={prefix}"
+    keys = _cli("--scan", "--pattern", f"{prefix}*").stdout.split()
+    if keys:
+        _cli("DEL", *keys)
+
+
+def worker(url: str, runs: list[str]) -> tooljig.Engine:
+    engine = tooljig.Engine(rate_limiter=url, result_cache=url)
+
+    def ping(args: dict[str, Any]) -> str:
+        runs.append("ping")
+        return "pong"
+
+    def lookup(args: dict[str, Any]) -> dict[str, Any]:
+        runs.append("lookup")
+        return {"q": args["q"]}
+
+    engine.register("ping", "Pings.", None, ping, rate_limits=[{"max": 3, "per_ms": 60_000}])
+    engine.register("lookup", "Looks up.", None, lookup, effect="read", cache={"ttl_ms": 60_000})
+    return engine
+
+
+def test_workers_share_a_budget_and_a_cache(redis_url: str) -> None:
+    runs: list[str] = []
+    a, b = worker(redis_url, runs), worker(redis_url, runs)
+    calls = [{"id": f"p{i}", "tool": "ping", "arguments": {}} for i in range(2)]
+    codes = [r.error_code for e in (a, b) for r in e.run_sync(calls, caller=ANA).results]
+    assert codes.count(None) == 3 and codes.count("rate_limited") == 1, codes
+    a.run_sync([{"id": "l", "tool": "lookup", "arguments": {"q": "x"}}], caller=ANA)
+    hit = b.run_sync([{"id": "l", "tool": "lookup", "arguments": {"q": "x"}}], caller=ANA).get("l")
+    assert hit.cached and hit.envelope == {"ok": True, "data": {"q": "x"}}
+    assert runs.count("lookup") == 1
+
+
+def test_redis_unreachable_fails_limited_calls_closed() -> None:
+    runs: list[str] = []
+    engine = worker("redis://127.0.0.1:1", runs)
+    out = engine.run_sync([{"id": "p", "tool": "ping", "arguments": {}}], caller=ANA)
+    error = out.get("p").envelope["error"]
+    assert (error["code"], error["retryable"], error["reason"]) == ("unavailable", True, "limiter_unavailable")
+    assert runs == []
