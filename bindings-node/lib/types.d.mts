@@ -427,7 +427,7 @@ export interface EngineOptions {
   /** Resolvers hidden parameters name (`{from: 'resolver', resolver: name}` in a policy). */
   resolvers?: Record<string, (request: ResolveRequest) => Resolution | Promise<Resolution>>
   /** Where durable state lives; with one, every batch is a run resumable from any process sharing it. */
-  stateStore?: 'memory' | `sqlite:${string}` | `postgres:${string}` | `postgresql:${string}` | { sqlite: string } | { postgres: string }
+  stateStore?: 'memory' | `sqlite:${string}` | `postgres:${string}` | `postgresql:${string}` | `redis:${string}` | { sqlite: string } | { postgres: string } | { redis: string }
   /** Where rate-limit budgets live: `'memory'` (per process) or `'redis://HOST:PORT/DB?prefix=NAME'` (shared by every worker; unreachable: limited calls end `unavailable`). */
   rateLimiter?: 'memory' | `redis:${string}`
   /** Where read tools' cached results live: `'memory'` (per process) or `'redis://HOST:PORT/DB?prefix=NAME'` (shared by every worker; unreachable: a miss). */

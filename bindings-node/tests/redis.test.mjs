@@ -61,3 +61,22 @@ test('Redis unreachable fails limited calls closed and retryably', async () => {
   assert.deepEqual([code, retryable, reason], ['unavailable', true, 'limiter_unavailable'])
   assert.deepEqual(runs, [])
 })
+
+test('a run kept in Redis is decided and resumed by another worker', async (t) => {
+  const url = scratch(t)
+  if (!url) return
+  const sent = []
+  const mail = () => {
+    const engine = new Engine({ stateStore: url })
+    engine.register('send', tool({ execute: (a) => (sent.push(a.to), a) }), { approval: { required: 'always' } })
+    return engine
+  }
+  const [a, b] = [mail(), mail()]
+  const out = await a.run([{ id: 'm', tool: 'send', arguments: { to: 'bo' } }], { caller: ana })
+  const { id, argumentsHash } = out.results[0].approval
+  assert.deepEqual((await b.pending()).map((p) => p.id), [id])
+  await b.approve(id, { argumentsHash, approver: ana })
+  assert.deepEqual((await b.resume(out.runId)).results[0].envelope, { ok: true, data: { to: 'bo' } })
+  assert.deepEqual((await a.resume(out.runId)).results[0].envelope, { ok: true, data: { to: 'bo' } })
+  assert.deepEqual(sent, ['bo'])
+})

@@ -73,3 +73,21 @@ def test_redis_unreachable_fails_limited_calls_closed() -> None:
     error = out.get("p").envelope["error"]
     assert (error["code"], error["retryable"], error["reason"]) == ("unavailable", True, "limiter_unavailable")
     assert runs == []
+
+
+def test_a_run_kept_in_redis_is_resumed_by_another_worker(redis_url: str) -> None:
+    sent: list[str] = []
+
+    def mail(url: str) -> tooljig.Engine:
+        engine = tooljig.Engine(state_store=tooljig.RedisStore(url))
+        engine.register("send", "Sends.", None, lambda a: sent.append(a["to"]) or a, approval={"required": "always"})
+        return engine
+
+    a, b = mail(redis_url), mail(redis_url)
+    out = a.run_sync([{"id": "m", "tool": "send", "arguments": {"to": "bo"}}], caller=ANA)
+    approval = out.get("m")["approval"]
+    assert [p["id"] for p in b.pending_sync()] == [approval["id"]]
+    b.approve_sync(approval["id"], arguments_hash=approval["arguments_hash"], approver=ANA)
+    assert b.resume_sync(out.run_id).get("m").envelope == {"ok": True, "data": {"to": "bo"}}
+    assert a.resume_sync(out.run_id).get("m").envelope == {"ok": True, "data": {"to": "bo"}}
+    assert sent == ["bo"]

@@ -9,6 +9,13 @@
 //!   then a decision per call, then one resume that runs them all.
 //! - `plain/memory`: the same 100 no-op calls without idempotency or approval.
 //!
+//! - `batch/{store}/{n}`: idempotent calls in batches of 1 to 1,000 (how durable cost per
+//!   call falls as batches grow).
+//!
+//! The PostgreSQL and Redis stores join when their servers answer (`$TOOLJIG_POSTGRES_URL`,
+//! default `postgres://postgres@127.0.0.1:5432/test`, in a schema of the bench's own, dropped
+//! after; `$TOOLJIG_REDIS_URL`, default `redis://127.0.0.1:6379`, under a prefix of its own).
+//!
 //! Run with `cargo bench -p tooljig --bench durable`; figures go to `BENCHMARKS.md`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -56,7 +63,11 @@ fn engine(store: Option<Arc<dyn StateStore>>) -> Engine {
 }
 
 fn calls(tool: &str, from: u64) -> Vec<Call> {
-    (0..N as u64)
+    calls_n(tool, from, N)
+}
+
+fn calls_n(tool: &str, from: u64, n: usize) -> Vec<Call> {
+    (0..n as u64)
         .map(|i| Call::new(format!("c{i}"), tool, json!({"n": from + i})))
         .collect()
 }
@@ -69,6 +80,59 @@ fn sqlite() -> (Arc<dyn StateStore>, std::path::PathBuf) {
         Arc::new(SqliteStore::open(&path).expect("the store opens")),
         dir,
     )
+}
+
+/// A PostgreSQL store in a schema of the bench's own, and the schema, when the server answers.
+fn postgres(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String)> {
+    let base = std::env::var("TOOLJIG_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    // One connection proves the server answers.
+    drop(
+        rt.block_on(tokio_postgres::connect(&base, tokio_postgres::NoTls))
+            .ok()?,
+    );
+    let schema = format!("tj_bench_{}", uuid_like());
+    let store = PostgresStore::open(&format!("{base}?schema={schema}")).ok()?;
+    Some((Arc::new(store), schema))
+}
+
+fn drop_schema(rt: &tokio::runtime::Runtime, schema: &str) {
+    let base = std::env::var("TOOLJIG_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    rt.block_on(async {
+        if let Ok((client, conn)) = tokio_postgres::connect(&base, tokio_postgres::NoTls).await {
+            tokio::spawn(conn);
+            let _ = client
+                .execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"), &[])
+                .await;
+        }
+    });
+}
+
+/// A Redis store under a prefix of the bench's own, and the prefix, when the server answers.
+fn redis(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String)> {
+    let base =
+        std::env::var("TOOLJIG_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let prefix = format!("tj_bench_{}:", uuid_like());
+    let store = RedisStore::open(&format!("{base}?prefix={prefix}")).ok()?;
+    // One round trip proves the server answers.
+    rt.block_on(store.get(tooljig::store::Namespace::Run, "probe"))
+        .ok()?;
+    Some((Arc::new(store), prefix))
+}
+
+fn drop_prefix(prefix: &str) {
+    let base =
+        std::env::var("TOOLJIG_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    if let Ok(mut c) = redis::Client::open(base.as_str()).and_then(|c| c.get_connection()) {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}*"))
+            .query(&mut c)
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            let _: Result<u64, _> = redis::cmd("DEL").arg(keys).query(&mut c);
+        }
+    }
 }
 
 fn uuid_like() -> u128 {
@@ -90,7 +154,16 @@ fn bench(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(8));
 
     let (sql, dir) = sqlite();
-    for (label, store) in [("sqlite", Some(sql.clone())), ("memory", None)] {
+    let pg = postgres(&rt);
+    let rd = redis(&rt);
+    let mut stores = vec![("sqlite", Some(sql.clone())), ("memory", None)];
+    if let Some((store, _)) = &pg {
+        stores.push(("postgres", Some(store.clone())));
+    }
+    if let Some((store, _)) = &rd {
+        stores.push(("redis", Some(store.clone())));
+    }
+    for (label, store) in stores.clone() {
         let e = engine(store);
         let next = AtomicU64::new(0);
         g.bench_function(format!("idempotent/{label}"), |b| {
@@ -147,8 +220,38 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    let mut g = c.benchmark_group("durable_batch");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(5));
+    for (label, store) in stores.into_iter().filter(|(l, _)| *l != "memory") {
+        let e = engine(store);
+        let next = AtomicU64::new(1 << 50);
+        for n in [1usize, 10, 100, 1000] {
+            g.throughput(Throughput::Elements(n as u64));
+            g.bench_function(format!("{label}/{n}"), |b| {
+                b.to_async(&rt).iter(|| {
+                    let from = next.fetch_add(n as u64, Ordering::Relaxed);
+                    let e = &e;
+                    async move {
+                        let out = e
+                            .run(calls_n("pay", from, n), caller(), BatchOptions::default())
+                            .await;
+                        assert!(out.results.iter().all(|r| r.envelope.is_ok()));
+                    }
+                })
+            });
+        }
+    }
+    g.finish();
     drop(sql);
     std::fs::remove_dir_all(dir).ok();
+    if let Some((_, schema)) = pg {
+        drop_schema(&rt, &schema);
+    }
+    if let Some((_, prefix)) = rd {
+        drop_prefix(&prefix);
+    }
 }
 
 criterion_group!(benches, bench);

@@ -47,9 +47,9 @@ pub mod job;
 pub mod output;
 pub mod plan;
 #[cfg(feature = "postgres")]
-pub mod postgres;
+mod postgres;
 #[cfg(feature = "redis")]
-pub mod redis;
+mod redis;
 pub mod registry;
 pub mod schema;
 pub mod seal;
@@ -103,6 +103,8 @@ pub use seal::SealKey;
 pub use spec::ToolSpec;
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;
+#[cfg(feature = "redis")]
+pub use store::RedisStore;
 pub use store::{MemoryStore, SqliteStore, StateStore};
 pub use telemetry::TelemetrySnapshot;
 pub use tokio_util::sync::CancellationToken;

@@ -14,6 +14,8 @@
 mod crash_app;
 #[path = "support/postgres.rs"]
 mod postgres;
+#[path = "support/redis.rs"]
+mod redis_support;
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -97,12 +99,42 @@ fn random_kills_on_postgresql_lose_and_double_nothing() {
     if rt.block_on(postgres::Scratch::new("probe")).is_none() {
         return;
     }
-    rounds_until(20, |_| rt.block_on(postgres::Scratch::new("crash")));
+    rounds_until(20, |_| {
+        rt.block_on(postgres::Scratch::new("crash"))
+            .map(Backend::Postgres)
+    });
 }
 
-/// Plays rounds until `wanted` processes were killed; `backend` gives a round a PostgreSQL
-/// schema (dropped after the round), or none for SQLite files.
-fn rounds_until(wanted: u32, backend: impl Fn(u32) -> Option<postgres::Scratch>) {
+/// The same with the state store in Redis (the audit log in SQLite), each round under a key
+/// prefix of its own.
+#[test]
+fn random_kills_on_redis_lose_and_double_nothing() {
+    if redis_support::Prefix::new("probe").is_none() {
+        return;
+    }
+    rounds_until(20, |_| {
+        redis_support::Prefix::new("crash").map(Backend::Redis)
+    });
+}
+
+/// A round's place on a server, cleaned up when the round ends.
+enum Backend {
+    Postgres(postgres::Scratch),
+    Redis(redis_support::Prefix),
+}
+
+impl Backend {
+    fn url(&self) -> &str {
+        match self {
+            Backend::Postgres(s) => &s.url,
+            Backend::Redis(p) => &p.url,
+        }
+    }
+}
+
+/// Plays rounds until `wanted` processes were killed; `backend` gives a round a place on a
+/// server (cleaned up after the round), or none for SQLite files.
+fn rounds_until(wanted: u32, backend: impl Fn(u32) -> Option<Backend>) {
     let seed = std::env::var("TOOLJIG_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -122,7 +154,7 @@ fn rounds_until(wanted: u32, backend: impl Fn(u32) -> Option<postgres::Scratch>)
         let dir = dir.path();
         let scratch = backend(round);
         if let Some(s) = &scratch {
-            std::fs::write(dir.join("backend.url"), &s.url).unwrap();
+            std::fs::write(dir.join("backend.url"), s.url()).unwrap();
         }
         // The first process, killed somewhere between start-up and the end of its pass.
         let start_kill = Duration::from_millis(rng.below(260));

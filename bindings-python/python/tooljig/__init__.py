@@ -24,7 +24,7 @@ from tooljig._native import BatchResult, CallResult, Caller, Event, ToolContext
 from tooljig.audit import JsonlAudit, MemoryAudit, PostgresAudit, SqliteAudit
 from tooljig.calls import Call
 from tooljig.codes import ErrorCode
-from tooljig.durable import MemoryStore, PostgresStore, SqliteStore
+from tooljig.durable import MemoryStore, PostgresStore, RedisStore, SqliteStore
 from tooljig.engine import Engine, EventStream
 from tooljig.errors import (
     DuplicateToolError,
@@ -83,6 +83,7 @@ __all__ = [
     "SqliteAudit",
     "PostgresAudit",
     "PostgresStore",
+    "RedisStore",
     "SqliteStore",
     "ToolContext",
     "ToolError",

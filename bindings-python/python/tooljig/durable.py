@@ -61,8 +61,21 @@ class PostgresStore:
         return {"postgres": self.url}
 
 
+@dataclass(frozen=True)
+class RedisStore:
+    """Keeps runs, approvals and preferences in Redis, shared by every worker that opens the
+    same ``url`` (``redis://host:port/db``; ``?prefix=NAME`` puts the keys under their own
+    prefix, default ``tooljig:``). As durable as the server's persistence: use PostgreSQL
+    where losing the last writes matters."""
+
+    url: str
+
+    def _option(self) -> Any:
+        return {"redis": self.url}
+
+
 #: Any of the state stores.
-StateStore = MemoryStore | SqliteStore | PostgresStore
+StateStore = MemoryStore | SqliteStore | PostgresStore | RedisStore
 
 
 def _caller(caller: CallerLike) -> dict[str, Any]:

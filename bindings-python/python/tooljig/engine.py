@@ -19,7 +19,7 @@ from tooljig._native import BatchResult, Caller, Event
 from tooljig._native_stream import NativeEventStream
 from tooljig.audit import AuditLog, JsonlAudit, MemoryAudit, PostgresAudit, SqliteAudit
 from tooljig.calls import Call
-from tooljig.durable import DurableRuns, MemoryStore, PostgresStore, SqliteStore, StateStore
+from tooljig.durable import DurableRuns, MemoryStore, PostgresStore, RedisStore, SqliteStore, StateStore
 from tooljig.errors import InvalidInputError
 from tooljig.policy import Retry
 from tooljig.schema import from_function, invoker_for_schema, is_async_callable, output_schema_of
@@ -78,7 +78,8 @@ class Engine(DurableRuns):
     receives the log's head after every commit, so records cut off the end are detected.
 
     Durable runs: ``state_store`` (:class:`MemoryStore`, the default, :class:`SqliteStore`,
-    :class:`PostgresStore`, or a URL: ``"memory"``, ``"sqlite://PATH"``, ``"postgres://..."``)
+    :class:`PostgresStore`, :class:`RedisStore`, or a URL: ``"memory"``, ``"sqlite://PATH"``,
+    ``"postgres://..."``, ``"redis://..."``)
     keeps runs, approvals and preferences; ``approval_predicate(query)`` (``query``: ``tool``,
     ``arguments``, ``caller``, ``risk``) returns whether a call needs a human decision. The operations on runs (``decide``, ``resume``, ``rollback``, ...) are
     in :class:`tooljig.durable.DurableRuns`.
@@ -108,9 +109,9 @@ class Engine(DurableRuns):
                 "invalid audit: expected MemoryAudit(), SqliteAudit(path), JsonlAudit(path), "
                 f"PostgresAudit(url) or a URL, not {audit!r}"
             )
-        if state_store is not None and not isinstance(state_store, (str, MemoryStore, SqliteStore, PostgresStore)):
+        if state_store is not None and not isinstance(state_store, (str, MemoryStore, SqliteStore, PostgresStore, RedisStore)):
             raise InvalidInputError(
-                "invalid state_store: expected MemoryStore(), SqliteStore(path), PostgresStore(url) "
+                "invalid state_store: expected MemoryStore(), SqliteStore(path), PostgresStore(url), RedisStore(url) "
                 f"or a URL, not {state_store!r}"
             )
         self._native = _native.Engine(

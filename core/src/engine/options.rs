@@ -260,6 +260,8 @@ pub enum StoreSpec {
     Sqlite(PathBuf),
     /// A PostgreSQL database (its libpq URL, with `?schema=NAME`), shared by every worker.
     Postgres(String),
+    /// A Redis server (`redis://host:port/db?prefix=NAME`), shared by every worker.
+    Redis(String),
 }
 
 /// Where what workers coordinate through lives: rate-limit budgets (`rate_limiter`) and
@@ -367,9 +369,9 @@ fn scheme_and_path(value: &Value) -> Result<(String, Option<PathBuf>), String> {
 #[cfg(not(feature = "postgres"))]
 const NO_POSTGRES: &str = "this build of tooljig has no PostgreSQL support (feature `postgres`)";
 
-/// The URL of a `postgres://` spec: the string itself, or what the object form
-/// `{"postgres": URL}` holds where other kinds hold a path.
-fn postgres_url(value: &Value, scheme: &str, path: Option<PathBuf>) -> Result<String, String> {
+/// The URL of a server's spec (`postgres://`, `redis://`): the string itself, or what the
+/// object form (`{"postgres": URL}`) holds where other kinds hold a path.
+fn server_url(value: &Value, scheme: &str, path: Option<PathBuf>) -> Result<String, String> {
     match value {
         Value::String(url) => Ok(url.clone()),
         _ => Ok(needs_path(scheme, path)?.to_string_lossy().into_owned()),
@@ -387,11 +389,10 @@ impl StoreSpec {
         match scheme.as_str() {
             "memory" => Ok(StoreSpec::Memory),
             "sqlite" => Ok(StoreSpec::Sqlite(needs_path(&scheme, path)?)),
-            "postgres" | "postgresql" => {
-                Ok(StoreSpec::Postgres(postgres_url(value, &scheme, path)?))
-            }
+            "postgres" | "postgresql" => Ok(StoreSpec::Postgres(server_url(value, &scheme, path)?)),
+            "redis" => Ok(StoreSpec::Redis(server_url(value, &scheme, path)?)),
             other => Err(format!(
-                "no state store speaks {other:?}; expected memory, sqlite://PATH or postgres://HOST/DB"
+                "no state store speaks {other:?}; expected memory, sqlite://PATH, postgres://HOST/DB or redis://HOST"
             )),
         }
     }
@@ -401,7 +402,7 @@ impl StoreSpec {
         match self {
             StoreSpec::Memory => "memory://".into(),
             StoreSpec::Sqlite(p) => format!("sqlite://{}", p.display()),
-            StoreSpec::Postgres(url) => url.clone(),
+            StoreSpec::Postgres(url) | StoreSpec::Redis(url) => url.clone(),
         }
     }
 
@@ -419,6 +420,12 @@ impl StoreSpec {
             }
             #[cfg(not(feature = "postgres"))]
             StoreSpec::Postgres(_) => return Err(NO_POSTGRES.into()),
+            #[cfg(feature = "redis")]
+            StoreSpec::Redis(url) => {
+                Arc::new(crate::durable::store::RedisStore::open(url).map_err(|e| e.0)?)
+            }
+            #[cfg(not(feature = "redis"))]
+            StoreSpec::Redis(_) => return Err(NO_REDIS.into()),
         })
     }
 }
@@ -431,9 +438,7 @@ impl AuditSpec {
             "memory" => Ok(AuditSpec::Memory),
             "sqlite" => Ok(AuditSpec::Sqlite(needs_path(&scheme, path)?)),
             "jsonl" => Ok(AuditSpec::Jsonl(needs_path(&scheme, path)?)),
-            "postgres" | "postgresql" => {
-                Ok(AuditSpec::Postgres(postgres_url(value, &scheme, path)?))
-            }
+            "postgres" | "postgresql" => Ok(AuditSpec::Postgres(server_url(value, &scheme, path)?)),
             other => Err(format!(
                 "no audit log speaks {other:?}; expected memory, sqlite://PATH, jsonl://PATH or postgres://HOST/DB"
             )),

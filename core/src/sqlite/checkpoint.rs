@@ -129,8 +129,10 @@ mod tests {
             size(&path) >= 35_000_000,
             "the rows reached the database file"
         );
+        // Without checkpoints the log would hold all 40 MB; on a loaded machine the
+        // checkpointer lags some commits behind, so the bound leaves room for that lag.
         assert!(
-            size(&wal) < 20_000_000,
+            size(&wal) < 30_000_000,
             "the log was reused, not grown: {} bytes",
             size(&wal)
         );

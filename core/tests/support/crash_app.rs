@@ -16,15 +16,15 @@ pub fn scenario() -> Value {
     serde_json::from_str(&text).expect("the scenario is JSON")
 }
 
-/// Where the round's state and audit live: the URL in `dir/backend.url` (a PostgreSQL
-/// schema of the round's own), else SQLite files in `dir`.
+/// Where the round's state and audit live: the state store at the URL in `dir/backend.url`
+/// (a PostgreSQL schema or a Redis prefix of the round's own) and the audit log there too
+/// when it is PostgreSQL; SQLite files in `dir` otherwise.
 pub fn backend(dir: &Path) -> (Value, Value) {
+    let sqlite = |name: &str| json!({"sqlite": dir.join(name)});
     match std::fs::read_to_string(dir.join("backend.url")) {
-        Ok(url) => (json!(url.trim()), json!(url.trim())),
-        Err(_) => (
-            json!({"sqlite": dir.join("state.db")}),
-            json!({"sqlite": dir.join("audit.db")}),
-        ),
+        Ok(url) if url.starts_with("postgres") => (json!(url.trim()), json!(url.trim())),
+        Ok(url) => (json!(url.trim()), sqlite("audit.db")),
+        Err(_) => (sqlite("state.db"), sqlite("audit.db")),
     }
 }
 

@@ -8,18 +8,23 @@
 //! Redis `WATCH`/`MULTI` or Lua script with `PEXPIRE`. Leases are records whose expiry is
 //! checked by the store, never by a clock the caller trusts.
 //!
-//! Three stores ship: [`MemoryStore`] (one process, tests), [`SqliteStore`] (one file, WAL,
-//! shared by every process that opens it) and `PostgresStore` (feature `postgres`: one
-//! database, shared by every worker on every machine).
+//! Four stores ship: [`MemoryStore`] (one process, tests), [`SqliteStore`] (one file, WAL,
+//! shared by every process that opens it), `PostgresStore` (feature `postgres`: one
+//! database, shared by every worker on every machine) and `RedisStore` (feature `redis`: for
+//! apps that keep pending work in Redis; as durable as the server's persistence).
 
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "redis")]
+mod redis;
 mod sqlite;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
+#[cfg(feature = "redis")]
+pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 
 use crate::envelope::ToolError;
@@ -71,7 +76,8 @@ impl Namespace {
 pub struct Versioned {
     /// The record.
     pub value: Value,
-    /// Starts at 1; every successful write adds one.
+    /// At least 1; grows with every successful write, and is never given to a later record
+    /// of the same key again (so a stale writer cannot overwrite a record written anew).
     pub version: u64,
     /// When the record stops existing, in ms since the Unix epoch.
     pub expires_at_ms: Option<u64>,
