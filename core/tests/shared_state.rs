@@ -343,3 +343,123 @@ fn duplicates_from_four_processes_run_once() {
         );
     }
 }
+
+/// Every connection of this test's pool is cut by the server, mid-run, twice: the calls that
+/// were using one end `unavailable` or finish; nothing is half-written (every finished call's
+/// result replays, every refused one runs when sent again); the audit log, written through
+/// the cuts, is one intact chain with every record once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_cut_by_the_server_mid_run_lose_nothing() {
+    let Some(scratch) = Scratch::new("cut").await else {
+        return;
+    };
+    // A name of this test's own, so the cut reaches no other test's connections.
+    let name = scratch.schema.clone();
+    let url = format!("{}&application_name={name}", scratch.url);
+    let engine = Arc::new(
+        EngineOptions::from_value(json!({"state_store": &url, "audit": &url}))
+            .and_then(EngineOptions::build)
+            .unwrap(),
+    );
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    engine
+        .register(
+            Tool::from_fn(
+                "pay",
+                "Pays.",
+                json!({"type": "object"}),
+                move |a: Value, _| {
+                    let counter = counter.clone();
+                    async move {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        Ok(json!({"paid": a["n"]}))
+                    }
+                },
+            )
+            .policy({
+                // A call whose record was cut off is taken over soon, not after 30 s.
+                let mut p = Policy::default().idempotent(IdempotencyMode::Arguments);
+                p.idempotency.lease_ms = Some(300);
+                p
+            }),
+        )
+        .unwrap();
+    let batch = |from: u64| {
+        (0..20)
+            .map(|i| Call::new(format!("c{i}"), "pay", json!({"n": from + i})))
+            .collect::<Vec<_>>()
+    };
+    let cut = async {
+        for _ in 0..2 {
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            scratch
+                .execute(&format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{name}'"
+                ))
+                .await
+                .unwrap();
+        }
+    };
+    let work = async {
+        let mut out = Vec::new();
+        for round in 0..10u64 {
+            out.push(
+                engine
+                    .run(
+                        batch(round * 20),
+                        Caller::principal("ana"),
+                        BatchOptions::default(),
+                    )
+                    .await,
+            );
+        }
+        out
+    };
+    let ((), outs) = tokio::join!(cut, work);
+    let (mut ok, mut refused, mut unrecorded) = (0, 0, 0);
+    for r in outs.iter().flat_map(|o| &o.results) {
+        let e = r.envelope.to_value();
+        if r.envelope.is_ok() {
+            ok += 1;
+            // Ran, but the cut kept its result from the store: a retry may run it again,
+            // with the same idempotency key.
+            unrecorded += usize::from(
+                r.detail
+                    .as_deref()
+                    .is_some_and(|d| d.contains("did not record")),
+            );
+        } else {
+            assert_eq!(e["error"]["code"], "unavailable", "{e}");
+            assert_eq!(e["error"]["retryable"], true);
+            refused += 1;
+        }
+    }
+    assert_eq!(ok + refused, 200);
+    // Everything again, now that the pool has new connections: finished calls replay, and
+    // refused ones run (or replay, if they ran before their record could be written).
+    let before = runs.load(Ordering::SeqCst);
+    for round in 0..10u64 {
+        let out = engine
+            .run(
+                batch(round * 20),
+                Caller::principal("ana"),
+                BatchOptions::default(),
+            )
+            .await;
+        assert!(out.results.iter().all(|r| r.envelope.is_ok()), "{out:?}");
+    }
+    assert!(
+        runs.load(Ordering::SeqCst) - before <= refused + unrecorded,
+        "only calls refused or unrecorded ran again"
+    );
+    let audit = engine.audit().unwrap();
+    audit.flush().await.unwrap();
+    let report = audit.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.records, 400, "every record once: {report:?}");
+    eprintln!(
+        "{ok} finished ({unrecorded} unrecorded) and {refused} refused while their connections were cut"
+    );
+}

@@ -103,6 +103,7 @@ impl PostgresAudit {
             options: options.clone(),
             anchor: options.anchor_file(),
             checked: false,
+            in_doubt: None,
         };
         let thread = std::thread::Builder::new()
             .name("tooljig-audit-postgres".into())
@@ -148,6 +149,8 @@ struct Committer {
     anchor: Option<AnchorFile>,
     /// Whether the stored log was found sealed as this writer seals (checked once).
     checked: bool,
+    /// The last record (seq, hash) of a commit whose answer was lost: it may have gone in.
+    in_doubt: Option<(u64, String)>,
 }
 
 impl Committer {
@@ -254,6 +257,23 @@ impl Committer {
             )
             .await
             .map_err(storage)?;
+        // A commit whose answer was lost (the connection cut after COMMIT was sent) may have
+        // gone in: its last record, found in place, says so, and the group is not written
+        // twice. Records link deterministically, so that record can only be this group's.
+        if let Some((seq, hash)) = self.in_doubt.take() {
+            let stored = tx
+                .query_opt(
+                    &format!("SELECT hash FROM {log} WHERE seq = $1"),
+                    &[&int(seq)],
+                )
+                .await
+                .map_err(storage)?;
+            if stored.is_some_and(|r| r.get::<_, String>(0) == hash) {
+                tx.rollback().await.map_err(storage)?;
+                self.anchor_at(seq, &hash);
+                return Ok(());
+            }
+        }
         let mut chain = Chain::sealed_after(
             Some((uint(row.get(0)), row.get::<_, String>(1))).filter(|(seq, _)| *seq > 0),
             self.options.key.clone(),
@@ -317,14 +337,20 @@ impl Committer {
         )
         .await
         .map_err(storage)?;
+        self.in_doubt = Some((last_seq, chain.last_hash.clone()));
         tx.commit().await.map_err(storage)?;
+        self.in_doubt = None;
+        self.anchor_at(last_seq, &chain.last_hash);
+        Ok(())
+    }
+
+    fn anchor_at(&self, seq: u64, hash: &str) {
         if let Some(anchor) = &self.anchor {
             // Durable either way; a lagging anchor only holds the log to an earlier head.
-            if let Err(e) = anchor.write(last_seq, &chain.last_hash) {
+            if let Err(e) = anchor.write(seq, hash) {
                 tracing::error!(target: "tooljig::audit", error = %e, "the audit anchor was not replaced");
             }
         }
-        Ok(())
     }
 }
 
