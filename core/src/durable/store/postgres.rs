@@ -6,6 +6,13 @@
 //! `DELETE ... WHERE version = $n`. Expiry is judged by the database's clock, so workers on
 //! machines whose clocks disagree still agree on when a lease ran out.
 //!
+//! Writes are committed in groups: the writes that arrive while a commit is under way wait in
+//! a queue, and the next commit takes them all (up to 256) in one transaction, its statements
+//! pipelined on one connection, so concurrent calls share one round trip and one fsync. Each
+//! statement still decides its own compare-and-set; if the group's transaction fails as a
+//! whole (a deadlock with another group, say), each write is tried again alone. At most four
+//! groups are in flight per store.
+//!
 //! The URL is libpq's (`postgres://user@host:port/db`) with one addition: `?schema=NAME`
 //! puts the tables in their own schema (default `tooljig`), which tests use to stay apart.
 //! The schema and its tables are created on first use by versioned migrations, run under
@@ -15,7 +22,15 @@ use super::{Expect, Namespace, StateStore, StoreError, Versioned};
 use crate::handler::BoxFuture;
 use crate::postgres::{Database, Migration};
 use serde_json::Value;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{Semaphore, oneshot};
+use tokio_postgres::types::ToSql;
+
+/// Most writes one group commits.
+const GROUP: usize = 256;
+/// Most groups in flight at once (each holds a connection while it commits).
+const COMMITTERS: usize = 4;
 
 /// The database's clock, in ms since the Unix epoch.
 const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -40,6 +55,52 @@ const MIGRATIONS: &[Migration] = &[Migration {
 pub struct PostgresStore {
     db: Arc<Database>,
     sql: Arc<Statements>,
+    writes: Arc<Writes>,
+}
+
+/// Writes waiting for a group commit, and the permits of the committers.
+struct Writes {
+    queue: Mutex<VecDeque<Write>>,
+    committers: Arc<Semaphore>,
+}
+
+/// One write: which statement, its parameters, and who waits for the version it returns.
+struct Write {
+    statement: Statement,
+    params: Params,
+    done: oneshot::Sender<Result<Option<i64>, StoreError>>,
+}
+
+#[derive(Clone, Copy)]
+enum Statement {
+    Insert,
+    Update,
+    Delete,
+}
+
+/// Why a group did not commit.
+enum Failed {
+    /// No connection, or it broke: trying the writes one by one would not help.
+    Connection(StoreError),
+    /// A statement failed and took the transaction with it.
+    Transaction(StoreError),
+}
+
+/// A write's parameters: namespace, key, then the statement's own.
+enum Params {
+    Insert(&'static str, String, String, Option<i64>),
+    Update(&'static str, String, String, Option<i64>, i64),
+    Delete(&'static str, String, i64),
+}
+
+impl Params {
+    fn as_sql(&self) -> Vec<&(dyn ToSql + Sync)> {
+        match self {
+            Params::Insert(ns, key, text, ttl) => vec![ns, key, text, ttl],
+            Params::Update(ns, key, text, ttl, version) => vec![ns, key, text, ttl, version],
+            Params::Delete(ns, key, version) => vec![ns, key, version],
+        }
+    }
 }
 
 /// The statements, with the schema's table name filled in once.
@@ -77,7 +138,8 @@ impl Statements {
                  RETURNING version"
             ),
             delete: format!(
-                "DELETE FROM {table} WHERE ns = $1 AND key = $2 AND version = $3 AND {live}"
+                "DELETE FROM {table} WHERE ns = $1 AND key = $2 AND version = $3 AND {live}
+                 RETURNING version"
             ),
             list: format!(
                 "SELECT key, version, value, expires_at_ms FROM {table}
@@ -101,7 +163,132 @@ impl PostgresStore {
         Ok(PostgresStore {
             db: Arc::new(db),
             sql: Arc::new(sql),
+            writes: Arc::new(Writes {
+                queue: Mutex::new(VecDeque::new()),
+                committers: Arc::new(Semaphore::new(COMMITTERS)),
+            }),
         })
+    }
+
+    fn text(&self, statement: Statement) -> &str {
+        match statement {
+            Statement::Insert => &self.sql.insert,
+            Statement::Update => &self.sql.update,
+            Statement::Delete => &self.sql.delete,
+        }
+    }
+
+    /// Queues a write for the next group commit and waits for its outcome: the new version
+    /// (or the deleted one), `None` when its compare-and-set lost.
+    async fn write(&self, statement: Statement, params: Params) -> Result<Option<i64>, StoreError> {
+        let (done, outcome) = oneshot::channel();
+        self.queue().push_back(Write {
+            statement,
+            params,
+            done,
+        });
+        self.kick();
+        outcome
+            .await
+            .unwrap_or_else(|_| Err(StoreError("the write was dropped unanswered".into())))
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Write>> {
+        self.writes.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts a committer if one may run; it drains the queue group by group.
+    fn kick(&self) {
+        if let Ok(permit) = self.writes.committers.clone().try_acquire_owned() {
+            let this = self.clone();
+            tokio::spawn(async move {
+                loop {
+                    let group: Vec<Write> = {
+                        let mut q = this.queue();
+                        let n = q.len().min(GROUP);
+                        q.drain(..n).collect()
+                    };
+                    if group.is_empty() {
+                        break;
+                    }
+                    this.commit(group).await;
+                }
+                drop(permit);
+                // A write queued while this committer was giving up its permit found none
+                // free: start one for it.
+                if !this.queue().is_empty() {
+                    this.kick();
+                }
+            });
+        }
+    }
+
+    /// Commits a group in one transaction, statements pipelined; answers each write.
+    async fn commit(&self, group: Vec<Write>) {
+        let outcomes = match self.try_group(&group).await {
+            Ok(outcomes) => outcomes,
+            // The transaction failed as a whole (not the connection): each write alone, so
+            // one write's trouble, or a deadlock between two groups, is only its own.
+            Err(Failed::Transaction(_)) if group.len() > 1 => {
+                let mut outcomes = Vec::with_capacity(group.len());
+                for w in &group {
+                    outcomes.push(match self.try_group(std::slice::from_ref(w)).await {
+                        Ok(mut o) => o.remove(0),
+                        Err(Failed::Connection(e) | Failed::Transaction(e)) => Err(e),
+                    });
+                }
+                outcomes
+            }
+            Err(Failed::Connection(e) | Failed::Transaction(e)) => {
+                group.iter().map(|_| Err(e.clone())).collect()
+            }
+        };
+        for (w, outcome) in group.into_iter().zip(outcomes) {
+            let _ = w.done.send(outcome);
+        }
+    }
+
+    /// The group's statements in one transaction; `Err` when the transaction failed.
+    async fn try_group(
+        &self,
+        group: &[Write],
+    ) -> Result<Vec<Result<Option<i64>, StoreError>>, Failed> {
+        let connection = |e| Failed::Connection(db_err(e));
+        let mut client = self
+            .db
+            .client()
+            .await
+            .map_err(|e| Failed::Connection(StoreError(e)))?;
+        let mut prepared = Vec::with_capacity(3);
+        for statement in [Statement::Insert, Statement::Update, Statement::Delete] {
+            prepared.push(
+                client
+                    .prepare_cached(self.text(statement))
+                    .await
+                    .map_err(connection)?,
+            );
+        }
+        let tx = client.transaction().await.map_err(connection)?;
+        let params: Vec<_> = group.iter().map(|w| w.params.as_sql()).collect();
+        let rows = futures::future::join_all(
+            group
+                .iter()
+                .zip(&params)
+                .map(|(w, p)| tx.query_opt(&prepared[w.statement as usize], p)),
+        )
+        .await;
+        let mut outcomes = Vec::with_capacity(rows.len());
+        for row in rows {
+            let row = row.map_err(|e| Failed::Transaction(db_err(e)))?;
+            outcomes.push(Ok(row.map(|r| r.get::<_, i64>(0))));
+        }
+        // A commit that fails leaves each write's fate unknown to this process: the caller
+        // hears of the failure and the state is as one of the two (a claim that went in is
+        // taken over when its lease lapses).
+        tx.commit()
+            .await
+            .map_err(|e| Failed::Connection(db_err(e)))?;
+        Ok(outcomes)
     }
 
     /// The schema the store's tables live in.
@@ -153,8 +340,9 @@ impl StateStore for PostgresStore {
         let (this, key) = (self.clone(), key.to_string());
         Box::pin(async move {
             let client = this.db.client().await.map_err(StoreError)?;
+            let get = client.prepare_cached(&this.sql.get).await.map_err(db_err)?;
             let row = client
-                .query_opt(&this.sql.get, &[&ns.as_str(), &key])
+                .query_opt(&get, &[&ns.as_str(), &key])
                 .await
                 .map_err(db_err)?;
             row.map(|r| decode(ns, &key, r.get(0), r.get(1), r.get(2)))
@@ -174,21 +362,20 @@ impl StateStore for PostgresStore {
         Box::pin(async move {
             let text = serde_json::to_string(&value).map_err(|e| StoreError(e.to_string()))?;
             let ttl = ttl_ms.map(int);
-            let client = this.db.client().await.map_err(StoreError)?;
-            let row = match expect {
-                Expect::Absent => client
-                    .query_opt(&this.sql.insert, &[&ns.as_str(), &key, &text, &ttl])
-                    .await
-                    .map_err(db_err)?,
-                Expect::Version(v) => client
-                    .query_opt(
-                        &this.sql.update,
-                        &[&ns.as_str(), &key, &text, &ttl, &int(v)],
+            let version = match expect {
+                Expect::Absent => {
+                    this.write(
+                        Statement::Insert,
+                        Params::Insert(ns.as_str(), key, text, ttl),
                     )
-                    .await
-                    .map_err(db_err)?,
+                    .await?
+                }
+                Expect::Version(v) => {
+                    let params = Params::Update(ns.as_str(), key, text, ttl, int(v));
+                    this.write(Statement::Update, params).await?
+                }
             };
-            Ok(row.map(|r| uint(r.get(0))))
+            Ok(version.map(uint))
         })
     }
 
@@ -200,12 +387,13 @@ impl StateStore for PostgresStore {
     ) -> BoxFuture<Result<bool, StoreError>> {
         let (this, key) = (self.clone(), key.to_string());
         Box::pin(async move {
-            let client = this.db.client().await.map_err(StoreError)?;
-            let n = client
-                .execute(&this.sql.delete, &[&ns.as_str(), &key, &int(version)])
-                .await
-                .map_err(db_err)?;
-            Ok(n == 1)
+            let deleted = this
+                .write(
+                    Statement::Delete,
+                    Params::Delete(ns.as_str(), key, int(version)),
+                )
+                .await?;
+            Ok(deleted.is_some())
         })
     }
 
@@ -219,8 +407,12 @@ impl StateStore for PostgresStore {
         Box::pin(async move {
             let client = this.db.client().await.map_err(StoreError)?;
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let list = client
+                .prepare_cached(&this.sql.list)
+                .await
+                .map_err(db_err)?;
             let rows = client
-                .query(&this.sql.list, &[&ns.as_str(), &prefix, &limit])
+                .query(&list, &[&ns.as_str(), &prefix, &limit])
                 .await
                 .map_err(db_err)?;
             rows.iter()
