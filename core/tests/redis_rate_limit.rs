@@ -8,10 +8,11 @@
 
 #[path = "support/redis.rs"]
 mod redis_support;
+#[path = "support/roles.rs"]
+mod roles;
 
 use redis_support::Prefix;
 use serde_json::{Value, json};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -90,32 +91,17 @@ fn a_global_limit_holds_across_processes() {
     };
     let children: Vec<_> = ["ana", "bo", "cy"]
         .iter()
-        .map(|who| {
-            Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "limit_role", "--ignored", "--nocapture"])
-                .env(ROLE, who)
-                .env(URL, &prefix.url)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
+        .map(|who| roles::spawn("limit_role", &[(ROLE, who), (URL, &prefix.url)]))
+        .collect();
+    let admitted: usize = children
+        .into_iter()
+        .map(|c| {
+            roles::answer(c, "ADMITTED ")
+                .trim()
+                .parse::<usize>()
                 .unwrap()
         })
-        .collect();
-    let mut admitted = 0;
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("ADMITTED "))
-            .expect("a count");
-        admitted += line["ADMITTED ".len()..].trim().parse::<usize>().unwrap();
-    }
+        .sum();
     assert_eq!(admitted, 10, "24 calls from 3 processes, a budget of 10");
 }
 

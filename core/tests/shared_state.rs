@@ -11,6 +11,8 @@
 mod postgres;
 #[path = "support/redis.rs"]
 mod redis_support;
+#[path = "support/roles.rs"]
+mod roles;
 
 use postgres::Scratch;
 use serde_json::{Value, json};
@@ -301,33 +303,15 @@ fn duplicates_from_four_processes_run_once() {
     for (url, _cleanup) in &places {
         let dir = tempfile::tempdir().unwrap();
         let effects = dir.path().join("effects.txt");
+        let effects = effects.to_string_lossy();
         let children: Vec<_> = (0..4)
-            .map(|_| {
-                std::process::Command::new(std::env::current_exe().unwrap())
-                    .args(["--exact", "dupes_role", "--ignored", "--nocapture"])
-                    .env(ROLE, url)
-                    .env(EFFECTS, &effects)
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
+            .map(|_| roles::spawn("dupes_role", &[(ROLE, url), (EFFECTS, &effects)]))
             .collect();
-        let mut all = Vec::new();
+        let mut all: Vec<Value> = Vec::new();
         for child in children {
-            let out = child.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            all.extend(
+                serde_json::from_str::<Vec<Value>>(&roles::answer(child, "ENVELOPES ")).unwrap(),
             );
-            let text = String::from_utf8_lossy(&out.stdout);
-            let line = text
-                .lines()
-                .find_map(|l| l.strip_prefix("ENVELOPES "))
-                .expect("the envelopes");
-            let envelopes: Vec<Value> = serde_json::from_str(line).unwrap();
-            all.extend(envelopes);
         }
         assert_eq!(all.len(), 1000);
         assert!(
@@ -335,7 +319,7 @@ fn duplicates_from_four_processes_run_once() {
                 .all(|e| e == &json!({"ok": true, "data": {"paid": 9}})),
             "{url}: every duplicate shares the one result"
         );
-        let paid = std::fs::read_to_string(&effects).unwrap();
+        let paid = std::fs::read_to_string(&*effects).unwrap();
         assert_eq!(
             paid.lines().count(),
             1,

@@ -5,7 +5,7 @@
 //! Requests and decisions are made in `approval.rs`; the run's passes consult this file
 //! (`durable/mod.rs`) before a decided call runs.
 
-use super::approval::{ApprovalRecord, spec_hash};
+use super::approval_record::{ApprovalRecord, spec_hash};
 use crate::digest::hash_value;
 use crate::envelope::ToolError;
 use crate::error_code::ErrorCode;

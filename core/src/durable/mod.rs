@@ -8,6 +8,7 @@
 //! ([`before`], [`after`]); each concept's own logic is in the file named for it.
 
 pub mod approval;
+pub mod approval_record;
 pub mod decision;
 pub mod external;
 pub mod idempotency;

@@ -1,10 +1,10 @@
 //! Suspend and resume. A batch whose calls wait for approvals or client results is a run,
-//! persisted in the state store under an id ([`persist`]). [`Engine::resume`](crate::Engine::resume) continues it in this
+//! persisted in the state store under an id (`persist`). [`Engine::resume`](crate::Engine::resume) continues it in this
 //! process or any other that opens the same store: finished calls keep their stored
 //! results, decided approvals and submitted results settle their calls, and the calls that
 //! waited on them run.
 //!
-//! With a store the app gave, a run is written before its first call starts ([`start`]),
+//! With a store the app gave, a run is written before its first call starts (`start`),
 //! under a lease its pass renews (`lease.rs`), and each call is claimed in the store before
 //! it starts and finished there with its result. So a pass cut off by a crash — the first
 //! one too — is resumable by any process once its lease lapses: calls that never started

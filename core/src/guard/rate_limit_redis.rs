@@ -9,7 +9,7 @@
 //!
 //! Unreachable Redis fails closed: the call ends `unavailable` (retryable, reason
 //! `limiter_unavailable`) rather than running unlimited. The connection is one multiplexed
-//! connection per limiter that reconnects by itself ([`crate::redis`]); connecting and each
+//! connection per limiter that reconnects by itself (`core/src/redis.rs`); connecting and each
 //! check give up after 2 s.
 //!
 //! [`InProcessLimiter`]: super::rate_limit::InProcessLimiter

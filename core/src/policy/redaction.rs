@@ -10,7 +10,7 @@ pub enum Redaction {
     /// The value as is.
     #[default]
     Keep,
-    /// The marker [`REDACTED`].
+    /// The marker [`REDACTED`](crate::guard::audit::redact::REDACTED).
     Redact,
     /// `sha256:` and the hex SHA-256 of the value's canonical JSON.
     Hash,

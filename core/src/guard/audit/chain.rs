@@ -9,7 +9,7 @@
 //!
 //! With a [`SealKey`] the hash is HMAC-SHA256 under the key instead: without the key nobody
 //! can append a record or alter one and recompute the hashes after it. Cutting records off
-//! the end leaves a shorter chain that still links; the [`Anchor`](super::anchor::Anchor)
+//! the end leaves a shorter chain that still links; the [`Anchor`]
 //! the sink writes out of band catches that.
 
 use crate::digest::hex;
