@@ -4,6 +4,7 @@ with the retryable ``unavailable`` code. Each test has its own schema, dropped a
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -108,3 +109,43 @@ def test_workers_write_one_sealed_audit_chain(postgres_url: str) -> None:
     _psql(f'DELETE FROM "{schema}".tooljig_audit WHERE seq = 12')
     report = workers[0].verify_audit()
     assert report["broken"]["seq"] == 12 and "cut off" in report["broken"]["reason"]
+
+
+DUPES = """
+import asyncio, json, os, sys, tooljig
+
+url, effects = sys.argv[1], sys.argv[2]
+engine = tooljig.Engine(state_store=url)
+
+async def pay(args):
+    with open(effects, "a") as f:
+        f.write(f"paid {os.getpid()}\\n")
+    await asyncio.sleep(0.1)
+    return {"paid": args["amount"]}
+
+engine.register("pay", "Pays.", None, pay, idempotency={"mode": "arguments"})
+
+async def main():
+    calls = [engine.run([{"id": f"c{i}", "tool": "pay", "arguments": {"amount": 9}}], caller={"principal": "ana"})
+             for i in range(50)]
+    print(json.dumps([out.results[0].envelope for out in await asyncio.gather(*calls)]))
+
+asyncio.run(main())
+"""
+
+
+def test_duplicates_from_three_python_processes_run_once(postgres_url: str, tmp_path: Any) -> None:
+    import sys
+
+    effects = tmp_path / "effects.txt"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", DUPES, postgres_url, str(effects)], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    envelopes = []
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0
+        envelopes += json.loads(out)
+    assert len(envelopes) == 150 and all(e == {"ok": True, "data": {"paid": 9}} for e in envelopes)
+    assert len(effects.read_text().splitlines()) == 1, "one execution in all"
