@@ -21,7 +21,7 @@
 use crate::guard::audit::anchor::AnchorFile;
 use crate::guard::audit::chain::{self, BrokenLink, Chain, ChainReport};
 use crate::guard::audit::options::AuditOptions;
-use crate::guard::audit::query::AuditQuery;
+use crate::guard::audit::query::{AuditQuery, Bound};
 use crate::guard::audit::record::AuditRecord;
 use crate::guard::audit::{AuditEntry, AuditError, AuditSink};
 use crate::handler::BoxFuture;
@@ -441,31 +441,14 @@ impl AuditSink for PostgresAudit {
                 db.table("tooljig_audit")
             );
             let mut args: Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> = Vec::new();
-            let mut eq = |col: &str, v: Option<String>| {
-                if let Some(v) = v {
-                    args.push(Box::new(v));
-                    sql.push_str(&format!(" AND {col} = ${}", args.len()));
-                }
-            };
-            eq("principal", query.principal.clone());
-            eq("tenant", query.tenant.clone());
-            eq("tool", query.tool.clone());
-            eq("call_id", query.call_id.clone());
-            eq("outcome", query.outcome.map(|o| o.as_str().to_string()));
-            eq("code", query.code.map(|c| c.as_str().to_string()));
-            for (col, op, v) in [
-                ("time_ms", ">=", query.since_ms),
-                ("time_ms", "<", query.until_ms),
-            ] {
-                if let Some(v) = v {
-                    args.push(Box::new(int(v)));
-                    sql.push_str(&format!(" AND {col} {op} ${}", args.len()));
-                }
+            for (col, op, value) in query.conditions() {
+                args.push(match value {
+                    Bound::Text(t) => Box::new(t),
+                    Bound::Int(n) => Box::new(n),
+                });
+                sql.push_str(&format!(" AND {col} {op} ${}", args.len()));
             }
-            match query.limit {
-                Some(n) => sql.push_str(&format!(" ORDER BY seq DESC LIMIT {n}")),
-                None => sql.push_str(" ORDER BY seq ASC"),
-            }
+            sql.push_str(&query.order_and_limit());
             let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
                 args.iter().map(|a| a.as_ref() as _).collect();
             let rows = client.query(&sql, &params).await.map_err(storage)?;

@@ -4,6 +4,15 @@ use crate::error_code::ErrorCode;
 use crate::guard::audit::record::{AuditRecord, Outcome};
 use serde::{Deserialize, Serialize};
 
+/// A value a SQL sink binds for one condition of a query.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Bound {
+    /// A text column's value.
+    Text(String),
+    /// A time in ms, clamped into SQL's signed integers (`u64::MAX` means "no bound", not -1).
+    Int(i64),
+}
+
 /// A filter over audit records; every field set must match. Results come in log order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -72,5 +81,42 @@ impl AuditQuery {
             out.drain(..skip);
         }
         out
+    }
+
+    /// The filter as SQL conditions over the sinks' shared columns, in order: column,
+    /// operator and the value to bind. Each SQL sink writes them with its own placeholders.
+    pub(crate) fn conditions(&self) -> Vec<(&'static str, &'static str, Bound)> {
+        let text = |col, v: Option<String>| v.map(|v| (col, "=", Bound::Text(v)));
+        let time = |op, v: Option<u64>| {
+            v.map(|v| {
+                (
+                    "time_ms",
+                    op,
+                    Bound::Int(i64::try_from(v).unwrap_or(i64::MAX)),
+                )
+            })
+        };
+        [
+            text("principal", self.principal.clone()),
+            text("tenant", self.tenant.clone()),
+            text("tool", self.tool.clone()),
+            text("call_id", self.call_id.clone()),
+            text("outcome", self.outcome.map(|o| o.as_str().to_string())),
+            text("code", self.code.map(|c| c.as_str().to_string())),
+            time(">=", self.since_ms),
+            time("<", self.until_ms),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// The order and limit of a SQL query: the newest `limit` (to be reversed into log
+    /// order), or everything in log order.
+    pub(crate) fn order_and_limit(&self) -> String {
+        match self.limit {
+            Some(n) => format!(" ORDER BY seq DESC LIMIT {n}"),
+            None => " ORDER BY seq ASC".into(),
+        }
     }
 }

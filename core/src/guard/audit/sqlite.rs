@@ -8,7 +8,7 @@
 
 use crate::guard::audit::chain::{ChainReport, Link};
 use crate::guard::audit::options::{AuditOptions, Durability};
-use crate::guard::audit::query::AuditQuery;
+use crate::guard::audit::query::{AuditQuery, Bound};
 use crate::guard::audit::record::AuditRecord;
 use crate::guard::audit::writer::{Backend, Writer};
 use crate::guard::audit::{AuditEntry, AuditError, AuditSink};
@@ -200,30 +200,14 @@ impl SqliteAudit {
         let conn = connect(path.as_ref(), OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         let mut sql = format!("SELECT {COLUMNS} FROM audit_log WHERE 1 = 1");
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
-        let mut eq = |col: &str, v: Option<String>| {
-            if let Some(v) = v {
-                args.push(v.into());
-                sql.push_str(&format!(" AND {col} = ?{}", args.len()));
-            }
-        };
-        eq("principal", query.principal.clone());
-        eq("tenant", query.tenant.clone());
-        eq("tool", query.tool.clone());
-        eq("call_id", query.call_id.clone());
-        eq("outcome", query.outcome.map(|o| o.as_str().to_string()));
-        eq("code", query.code.map(|c| c.as_str().to_string()));
-        if let Some(s) = query.since_ms {
-            args.push(as_sql(s).into());
-            sql.push_str(&format!(" AND time_ms >= ?{}", args.len()));
+        for (col, op, value) in query.conditions() {
+            args.push(match value {
+                Bound::Text(t) => t.into(),
+                Bound::Int(n) => n.into(),
+            });
+            sql.push_str(&format!(" AND {col} {op} ?{}", args.len()));
         }
-        if let Some(u) = query.until_ms {
-            args.push(as_sql(u).into());
-            sql.push_str(&format!(" AND time_ms < ?{}", args.len()));
-        }
-        match query.limit {
-            Some(n) => sql.push_str(&format!(" ORDER BY seq DESC LIMIT {n}")),
-            None => sql.push_str(" ORDER BY seq ASC"),
-        }
+        sql.push_str(&query.order_and_limit());
         let mut stmt = conn.prepare(&sql).map_err(storage)?;
         let mut rows = stmt.query(params_from_iter(args)).map_err(storage)?;
         let mut out = Vec::new();
@@ -287,11 +271,6 @@ impl SqliteAudit {
         }
         Ok(v.report(None))
     }
-}
-
-/// SQLite integers are signed: clamp so `u64::MAX` means "no bound", not -1.
-fn as_sql(ms: u64) -> i64 {
-    i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
 /// A row read back.
