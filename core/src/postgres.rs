@@ -16,8 +16,11 @@ pub struct Migration {
     pub sql: &'static str,
 }
 
-/// Most connections one process keeps to one database.
-const POOL_SIZE: usize = 16;
+/// Most connections one component (the state store, the audit sink) keeps to its database:
+/// room for the state store's four write groups and two read groups in flight, and a list
+/// or sweep beside them. Small, because every worker process holds its own pools and
+/// PostgreSQL's default `max_connections` is 100.
+const POOL_SIZE: usize = 8;
 /// How long connecting, or waiting for a free connection, may take before an operation
 /// fails (a database that is down must not hang the calls that need it).
 const WAIT: Duration = Duration::from_secs(5);
@@ -86,11 +89,13 @@ impl Database {
 
     /// A pooled connection, after the component's migrations are applied.
     pub async fn client(&self) -> Result<deadpool_postgres::Object, String> {
-        let mut client = self
-            .pool
-            .get()
-            .await
-            .map_err(|e| format!("PostgreSQL is unreachable: {e}"))?;
+        let mut client = self.pool.get().await.map_err(|e| match e {
+            // The pool's own wording is only "db error": say what the database said.
+            deadpool_postgres::PoolError::Backend(e) => {
+                format!("PostgreSQL is unreachable: {}", describe(&e))
+            }
+            e => format!("PostgreSQL is unreachable: {e}"),
+        })?;
         self.ready
             .get_or_try_init(|| migrate(&mut client, &self.schema, self.component, self.migrations))
             .await?;

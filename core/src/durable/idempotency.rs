@@ -146,21 +146,32 @@ fn replay(result: &mut CallResult, done: Finished) {
     result.replayed = true;
 }
 
+/// What [`peek`] found under a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peeked {
+    /// A finished call (replayed) or a conflict: `result` says which.
+    Settled,
+    /// No record: [`begin`] may claim the key without reading it again.
+    Nothing,
+    /// A call holds the key, or held it and died: [`begin`] decides.
+    InFlight,
+}
+
 /// Looks for a finished record without claiming anything: a replay needs no approval.
-/// Returns `Settled` when the result was filled from the store.
 pub async fn peek(
     store: &dyn StateStore,
     key: &str,
     fingerprint: &str,
     result: &mut CallResult,
-) -> Result<bool, ToolError> {
+) -> Result<Peeked, ToolError> {
     match get_as::<Record>(store, Namespace::Idempotency, key)
         .await
         .map_err(store_err)?
     {
+        None => Ok(Peeked::Nothing),
         Some((rec, _)) if rec.fingerprint != fingerprint => {
             result.envelope = conflict();
-            Ok(true)
+            Ok(Peeked::Settled)
         }
         Some((
             Record {
@@ -169,13 +180,16 @@ pub async fn peek(
             _,
         )) => {
             replay(result, done);
-            Ok(true)
+            Ok(Peeked::Settled)
         }
-        _ => Ok(false),
+        Some(_) => Ok(Peeked::InFlight),
     }
 }
 
 /// Claims `key` for this call, or settles `result` from the call that holds or held it.
+/// `peeked` is what [`peek`] found: when it found nothing, the first try claims the key
+/// without reading it again (the claim is a compare-and-set, so a racer that got there
+/// in between only sends this call round the loop once).
 #[allow(clippy::too_many_arguments)] // one call's identity, spelled out rather than bundled
 pub async fn begin(
     store: &dyn StateStore,
@@ -185,18 +199,25 @@ pub async fn begin(
     lease: u64,
     ttl_ms: u64,
     cancel: &CancellationToken,
+    peeked: Peeked,
     result: &mut CallResult,
 ) -> Result<Outcome, ToolError> {
     let owner = uuid::Uuid::new_v4().to_string();
     let mut poll = Duration::from_millis(5);
+    let mut read = peeked != Peeked::Nothing;
     loop {
         let notify = waiters.get(key);
         let notified = notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let current = get_as::<Record>(store, Namespace::Idempotency, key)
-            .await
-            .map_err(store_err)?;
+        let current = if read {
+            get_as::<Record>(store, Namespace::Idempotency, key)
+                .await
+                .map_err(store_err)?
+        } else {
+            None
+        };
+        read = true;
         let (expect, recovered) = match current {
             None => (Expect::Absent, false),
             Some((rec, _)) if rec.fingerprint != fingerprint => {
@@ -268,6 +289,21 @@ pub async fn begin(
     }
 }
 
+/// Gives up a claim without a result (the call will not run): the key is free again, and
+/// the duplicates waiting on it are woken to claim it themselves.
+pub async fn release(
+    store: &dyn StateStore,
+    waiters: &Waiters,
+    claim: Claim,
+) -> Result<(), StoreError> {
+    let outcome = store
+        .delete(Namespace::Idempotency, &claim.key, claim.version)
+        .await
+        .map(|_| ());
+    waiters.wake(&claim.key);
+    outcome
+}
+
 /// Stores the finished call under its key and wakes the duplicates. A retryable failure
 /// releases the key instead, so a retry of the same request runs again.
 pub async fn finish(
@@ -279,33 +315,24 @@ pub async fn finish(
     // Not run (pending) or worth retrying: free the key rather than pin this outcome.
     let retryable = matches!(&result.envelope, Envelope::Error(e) if e.retryable)
         || result.status != CallStatus::Done;
-    let outcome = if retryable {
-        store
-            .delete(Namespace::Idempotency, &claim.key, claim.version)
-            .await
-            .map(|_| ())
-    } else {
-        let rec = Record {
-            fingerprint: claim.fingerprint,
-            owner: claim.owner,
-            lease_until_ms: now_ms(),
-            done: Some(Finished {
-                envelope: result.envelope.clone(),
-                detail: result.detail.clone(),
-                at_ms: now_ms(),
-            }),
-        };
-        put_as(
-            store,
-            Namespace::Idempotency,
-            &claim.key,
-            Expect::Version(claim.version),
-            &rec,
-            Some(claim.ttl_ms),
-        )
-        .await
-        .map(|_| ())
+    if retryable {
+        return release(store, waiters, claim).await;
+    }
+    let rec = Record {
+        fingerprint: claim.fingerprint,
+        owner: claim.owner,
+        lease_until_ms: now_ms(),
+        done: Some(Finished {
+            envelope: result.envelope.clone(),
+            detail: result.detail.clone(),
+            at_ms: now_ms(),
+        }),
     };
+    let at = Expect::Version(claim.version);
+    let ttl = Some(claim.ttl_ms);
+    let outcome = put_as(store, Namespace::Idempotency, &claim.key, at, &rec, ttl)
+        .await
+        .map(|_| ());
     waiters.wake(&claim.key);
     outcome
 }

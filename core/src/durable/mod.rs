@@ -155,27 +155,25 @@ async fn guard(
     let policy = &tool.spec.policy;
 
     let caller = job.caller.clone();
-    let key = |args: &serde_json::Value| {
-        idempotency::key_for(
-            policy,
-            &tool.spec.name,
-            &caller,
-            args,
-            d.idempotency_key.as_deref(),
-        )
-    };
-    let first_key = match key(&job.arguments) {
-        Ok(k) => k,
+    let key = idempotency::key_for(
+        policy,
+        &tool.spec.name,
+        &caller,
+        &job.arguments,
+        d.idempotency_key.as_deref(),
+    );
+    let idempotent = match key {
+        Ok(k) => k.map(|k| (k, hash_value(&job.arguments))),
         Err(e) => {
             result.envelope = Envelope::Error(e);
             return false;
         }
     };
-    if let Some(k) = &first_key {
-        let fingerprint = hash_value(&job.arguments);
-        match idempotency::peek(store, k, &fingerprint, result).await {
-            Ok(true) => return false,
-            Ok(false) => {}
+    let mut peeked = idempotency::Peeked::InFlight;
+    if let Some((k, fingerprint)) = &idempotent {
+        match idempotency::peek(store, k, fingerprint, result).await {
+            Ok(idempotency::Peeked::Settled) => return false,
+            Ok(seen) => peeked = seen,
             Err(e) => {
                 refuse(result, e);
                 return false;
@@ -266,37 +264,68 @@ async fn guard(
         }
     }
 
-    // The call will run: claim it in its run (a durable or resumed pass).
-    if d.claims && !claim_in_run(d, job, result, guarded).await {
-        return false;
-    }
-
-    // Step 7, second half: claim the key.
-    if let Some(k) = first_key {
-        let fingerprint = hash_value(&job.arguments);
-        let ttl = policy.idempotency.ttl_ms;
-        match idempotency::begin(
-            store,
-            &d.shared.waiters,
-            &k,
-            &fingerprint,
-            idempotency::lease_ms(policy),
-            ttl,
-            &job.cancel,
-            result,
-        )
-        .await
-        {
-            Ok(Outcome::Run(claim)) => {
-                result.recovered = claim.recovered;
-                guarded.idempotency = Some(claim);
-            }
-            Ok(Outcome::Settled) => return false,
-            Err(e) => {
-                refuse(result, e);
-                return false;
-            }
+    // The call will run: claim it in its run (a durable or resumed pass) and claim its key,
+    // both at once, so the two writes share one group commit of the store. When the run's
+    // claim is refused (an earlier pass finished the call, or was cut off in it), the key's
+    // claim is called off: a wait for a duplicate ends, a claim won is released.
+    let job: &Job = job;
+    let call_off = job.cancel.child_token();
+    let in_run = async {
+        let claimed = match d.claims {
+            true => Some(claim_in_run(d, job).await),
+            false => None,
+        };
+        if matches!(claimed, Some(Err(_))) {
+            call_off.cancel();
         }
+        claimed
+    };
+    let by_key = async {
+        match &idempotent {
+            Some((k, fingerprint)) => Some(
+                idempotency::begin(
+                    store,
+                    &d.shared.waiters,
+                    k,
+                    fingerprint,
+                    idempotency::lease_ms(policy),
+                    policy.idempotency.ttl_ms,
+                    &call_off,
+                    peeked,
+                    result,
+                )
+                .await,
+            ),
+            None => None,
+        }
+    };
+    let (in_run, by_key) = tokio::join!(in_run, by_key);
+    match in_run {
+        Some(Err(not_claimed)) => {
+            if let Some(Ok(Outcome::Run(claim))) = by_key {
+                // Nobody else can finish this claim; a failure only leaves it to its lease.
+                let _ = idempotency::release(store, &d.shared.waiters, claim).await;
+            }
+            not_claimed.settle(result);
+            return false;
+        }
+        Some(Ok(claim)) => {
+            result.recovered |= claim.recovered;
+            guarded.run_call = Some((claim.key, claim.version));
+        }
+        None => {}
+    }
+    match by_key {
+        Some(Ok(Outcome::Run(claim))) => {
+            result.recovered |= claim.recovered;
+            guarded.idempotency = Some(claim);
+        }
+        Some(Ok(Outcome::Settled)) => return false,
+        Some(Err(e)) => {
+            refuse(result, e);
+            return false;
+        }
+        None => {}
     }
     true
 }
@@ -314,86 +343,81 @@ pub fn approved_input(d: &CallDurable, job: &mut Job) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// Claims the call in its run before its effect (a durable or resumed pass): `false` when
-/// it must not run, `result` then saying why (finished by an earlier pass: its result; cut
-/// off by a crash: by its effect class). Made after the approval step and the idempotency
-/// replay, so a replayed or pending call costs no claim.
-async fn claim_in_run(
-    d: &CallDurable,
-    job: &Job,
-    result: &mut CallResult,
-    guarded: &mut Guarded,
-) -> bool {
+/// A call's claim in its run: the record to finish, and whether it took over from a pass
+/// that died in the call.
+struct RunClaim {
+    key: String,
+    version: u64,
+    recovered: bool,
+}
+
+/// Why a call was not claimed in its run.
+enum NotClaimed {
+    /// An earlier pass claimed it: its record says how it ended, or that it was cut off.
+    Earlier(Box<RunCallRecord>),
+    /// The store failed, or another pass took the call over at the same moment.
+    Failed(StoreError),
+}
+
+impl NotClaimed {
+    /// Settles the call's result by it, whatever a concurrent step wrote there before.
+    fn settle(self, result: &mut CallResult) {
+        result.replayed = false;
+        result.detail = None;
+        match self {
+            NotClaimed::Earlier(rec) => rec.settle(result),
+            NotClaimed::Failed(e) => store_failure(result, e),
+        }
+    }
+}
+
+/// Claims the call in its run before its effect (a durable or resumed pass). Refused when
+/// it must not run: an earlier pass finished it (its result), or was cut off in it and the
+/// tool's effect class forbids running it again. Made after the approval step and the
+/// idempotency replay, so a replayed or pending call costs no claim.
+async fn claim_in_run(d: &CallDurable, job: &Job) -> Result<RunClaim, NotClaimed> {
     let store = d.shared.store.as_ref();
     let policy = &job.tool.spec.policy;
     let key = run_call_key(&d.run_id, &job.id);
     let started = RunCallRecord::started();
-    match put_as(
+    let ttl = Some(d.shared.run_ttl_ms);
+    let claimed = |version, recovered| RunClaim {
+        key: key.clone(),
+        version,
+        recovered,
+    };
+    let put = put_as(
         store,
         Namespace::RunCall,
         &key,
         Expect::Absent,
         &started,
-        Some(d.shared.run_ttl_ms),
-    )
-    .await
-    {
-        Ok(Some(v)) => guarded.run_call = Some((key, v)),
-        Ok(None) => {
-            match get_as::<RunCallRecord>(store, Namespace::RunCall, &key).await {
-                // Started by a pass that died before recording a result: a tool that may
-                // run again does (with the same idempotency key), under a fresh claim.
-                Ok(Some((rec, version)))
-                    if rec.unfinished()
-                        && policy.resolved_effect_class() != EffectClass::AtMostOnce =>
-                {
-                    match put_as(
-                        store,
-                        Namespace::RunCall,
-                        &key,
-                        Expect::Version(version),
-                        &started,
-                        Some(d.shared.run_ttl_ms),
-                    )
-                    .await
-                    {
-                        Ok(Some(v)) => {
-                            guarded.run_call = Some((key, v));
-                            result.recovered = true;
-                        }
-                        Ok(None) => {
-                            store_failure(
-                                result,
-                                StoreError("another pass claimed the call just now".into()),
-                            );
-                            return false;
-                        }
-                        Err(e) => {
-                            store_failure(result, e);
-                            return false;
-                        }
-                    }
-                }
-                Ok(Some((rec, _))) => {
-                    rec.settle(result);
-                    return false;
-                }
-                Ok(None) => {
-                    store_failure(result, StoreError("the call's run record vanished".into()));
-                    return false;
-                }
-                Err(e) => {
-                    store_failure(result, e);
-                    return false;
-                }
+        ttl,
+    );
+    if let Some(v) = put.await.map_err(NotClaimed::Failed)? {
+        return Ok(claimed(v, false));
+    }
+    match get_as::<RunCallRecord>(store, Namespace::RunCall, &key).await {
+        // Started by a pass that died before recording a result: a tool that may run again
+        // does (with the same idempotency key), under a fresh claim.
+        Ok(Some((rec, version)))
+            if rec.unfinished() && policy.resolved_effect_class() != EffectClass::AtMostOnce =>
+        {
+            let again = Expect::Version(version);
+            match put_as(store, Namespace::RunCall, &key, again, &started, ttl).await {
+                Ok(Some(v)) => Ok(claimed(v, true)),
+                Ok(None) => Err(NotClaimed::Failed(StoreError(
+                    "another pass claimed the call just now".into(),
+                ))),
+                Err(e) => Err(NotClaimed::Failed(e)),
             }
         }
-        Err(e) => {
-            store_failure(result, e);
-            return false;
-        }
+        Ok(Some((rec, _))) => Err(NotClaimed::Earlier(Box::new(rec))),
+        Ok(None) => Err(NotClaimed::Failed(StoreError(
+            "the call's run record vanished".into(),
+        ))),
+        Err(e) => Err(NotClaimed::Failed(e)),
     }
-    true
 }
 
 /// Records what the call came to: its idempotency record, and in a resumed run, its

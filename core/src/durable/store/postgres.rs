@@ -11,7 +11,9 @@
 //! pipelined on one connection, so concurrent calls share one round trip and one fsync. Each
 //! statement still decides its own compare-and-set; if the group's transaction fails as a
 //! whole (a deadlock with another group, say), each write is tried again alone. At most four
-//! groups are in flight per store.
+//! groups are in flight per store. Reads are grouped the same way: the reads that arrive
+//! while one is under way go together in one `SELECT` over their keys (`unnest`), so a
+//! store needs few connections however many calls run at once.
 //!
 //! The URL is libpq's (`postgres://user@host:port/db`) with one addition: `?schema=NAME`
 //! puts the tables in their own schema (default `tooljig`), which tests use to stay apart.
@@ -22,15 +24,17 @@ use super::{Expect, Namespace, StateStore, StoreError, Versioned};
 use crate::handler::BoxFuture;
 use crate::postgres::{Database, Migration};
 use serde_json::Value;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Semaphore, oneshot};
 use tokio_postgres::types::ToSql;
 
-/// Most writes one group commits.
+/// Most writes one group commits, and most reads one group asks for.
 const GROUP: usize = 256;
-/// Most groups in flight at once (each holds a connection while it commits).
+/// Most write groups in flight at once (each holds a connection while it commits).
 const COMMITTERS: usize = 4;
+/// Most read groups in flight at once.
+const READERS: usize = 2;
 
 /// The database's clock, in ms since the Unix epoch.
 const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -55,27 +59,104 @@ const MIGRATIONS: &[Migration] = &[Migration {
 pub struct PostgresStore {
     db: Arc<Database>,
     sql: Arc<Statements>,
-    writes: Arc<Writes>,
+    writes: Arc<Groups<Write>>,
+    reads: Arc<Groups<Read>>,
 }
 
-/// Writes waiting for a group commit, and the permits of the committers.
-struct Writes {
-    queue: Mutex<VecDeque<Write>>,
-    committers: Arc<Semaphore>,
+/// Operations waiting to go to the database in a group, and the permits of the tasks that
+/// take them there.
+struct Groups<T> {
+    queue: Mutex<VecDeque<T>>,
+    permits: Arc<Semaphore>,
 }
 
-/// One write: which statement, its parameters, and who waits for the version it returns.
+impl<T: Send + 'static> Groups<T> {
+    fn new(permits: usize) -> Arc<Self> {
+        Arc::new(Groups {
+            queue: Mutex::new(VecDeque::new()),
+            permits: Arc::new(Semaphore::new(permits)),
+        })
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<T>> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `item`, and starts a task if one may run: it drains the queue group by
+    /// group, handing each to `send`.
+    fn push<F>(self: &Arc<Self>, item: T, send: F)
+    where
+        F: Fn(Vec<T>) -> BoxFuture<()> + Send + Sync + 'static,
+    {
+        self.queue().push_back(item);
+        self.kick(Arc::new(send));
+    }
+
+    fn kick(self: &Arc<Self>, send: Arc<dyn Fn(Vec<T>) -> BoxFuture<()> + Send + Sync>) {
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+            return;
+        };
+        let this = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let group: Vec<T> = {
+                    let mut q = this.queue();
+                    let n = q.len().min(GROUP);
+                    q.drain(..n).collect()
+                };
+                if group.is_empty() {
+                    break;
+                }
+                send(group).await;
+            }
+            drop(permit);
+            // An item queued while this task was giving up its permit found none free:
+            // start one for it.
+            if !this.queue().is_empty() {
+                this.kick(send);
+            }
+        });
+    }
+}
+
+/// One read: the record's namespace and key, and who waits for it.
+struct Read {
+    ns: Namespace,
+    key: String,
+    done: oneshot::Sender<Result<Option<Versioned>, StoreError>>,
+}
+
+/// One write: the record, the change, and who waits for the version it comes to.
 struct Write {
-    statement: Statement,
-    params: Params,
+    ns: &'static str,
+    key: String,
+    change: Change,
     done: oneshot::Sender<Result<Option<i64>, StoreError>>,
 }
 
-#[derive(Clone, Copy)]
-enum Statement {
-    Insert,
-    Update,
-    Delete,
+/// What a write does to its record, with the compare-and-set it makes.
+enum Change {
+    /// Absent (or expired): written anew.
+    Insert { value: String, ttl: Option<i64> },
+    /// At `version`: replaced.
+    Update {
+        value: String,
+        ttl: Option<i64>,
+        version: i64,
+    },
+    /// At `version`: removed.
+    Delete { version: i64 },
+}
+
+impl Change {
+    /// Its statement's place in [`Statements::writes`].
+    fn kind(&self) -> usize {
+        match self {
+            Change::Insert { .. } => 0,
+            Change::Update { .. } => 1,
+            Change::Delete { .. } => 2,
+        }
+    }
 }
 
 /// Why a group did not commit.
@@ -86,19 +167,45 @@ enum Failed {
     Transaction(StoreError),
 }
 
-/// A write's parameters: namespace, key, then the statement's own.
-enum Params {
-    Insert(&'static str, String, String, Option<i64>),
-    Update(&'static str, String, String, Option<i64>, i64),
-    Delete(&'static str, String, i64),
+/// The writes of one kind that one statement makes, as the arrays it takes.
+#[derive(Default)]
+struct Columns<'a> {
+    at: Vec<usize>,
+    ns: Vec<&'a str>,
+    key: Vec<&'a str>,
+    value: Vec<&'a str>,
+    ttl: Vec<Option<i64>>,
+    version: Vec<i64>,
 }
 
-impl Params {
-    fn as_sql(&self) -> Vec<&(dyn ToSql + Sync)> {
-        match self {
-            Params::Insert(ns, key, text, ttl) => vec![ns, key, text, ttl],
-            Params::Update(ns, key, text, ttl, version) => vec![ns, key, text, ttl, version],
-            Params::Delete(ns, key, version) => vec![ns, key, version],
+impl<'a> Columns<'a> {
+    fn push(&mut self, at: usize, w: &'a Write) {
+        self.at.push(at);
+        self.ns.push(w.ns);
+        self.key.push(&w.key);
+        match &w.change {
+            Change::Insert { value, ttl } => {
+                self.value.push(value);
+                self.ttl.push(*ttl);
+            }
+            Change::Update {
+                value,
+                ttl,
+                version,
+            } => {
+                self.value.push(value);
+                self.ttl.push(*ttl);
+                self.version.push(*version);
+            }
+            Change::Delete { version } => self.version.push(*version),
+        }
+    }
+
+    fn params(&self, kind: usize) -> Vec<&(dyn ToSql + Sync)> {
+        match kind {
+            0 => vec![&self.ns, &self.key, &self.value, &self.ttl],
+            1 => vec![&self.ns, &self.key, &self.value, &self.ttl, &self.version],
+            _ => vec![&self.ns, &self.key, &self.version],
         }
     }
 }
@@ -106,43 +213,57 @@ impl Params {
 /// The statements, with the schema's table name filled in once.
 struct Statements {
     get: String,
-    insert: String,
-    update: String,
-    delete: String,
+    /// Insert, update, delete: each takes its writes as arrays (one row each, keys distinct)
+    /// and returns the rows whose compare-and-set held.
+    writes: [String; 3],
     list: String,
     sweep: String,
 }
 
 impl Statements {
     fn new(table: &str) -> Self {
-        let live = format!("(expires_at_ms IS NULL OR expires_at_ms > {NOW_MS})");
-        let expiry = format!("CASE WHEN $4::bigint IS NULL THEN NULL ELSE {NOW_MS} + $4 END");
+        let live = format!("(t.expires_at_ms IS NULL OR t.expires_at_ms > {NOW_MS})");
+        let expiry = format!("CASE WHEN w.ttl IS NULL THEN NULL ELSE {NOW_MS} + w.ttl END");
         Statements {
+            // The keys of a group of reads, each answered by its position in the group.
             get: format!(
-                "SELECT version, value, expires_at_ms FROM {table}
-                 WHERE ns = $1 AND key = $2 AND {live}"
+                "SELECT k.at, t.version, t.value, t.expires_at_ms
+                 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(ns, key, at)
+                 JOIN {table} t ON t.ns = k.ns AND t.key = k.key COLLATE \"C\"
+                 WHERE {live}"
             ),
-            // Absent: a new row, or one past its expiry replaced (its version carries on).
-            insert: format!(
-                "INSERT INTO {table} AS t (ns, key, version, value, expires_at_ms)
-                 VALUES ($1, $2, 1, $3, {expiry})
-                 ON CONFLICT (ns, key) DO UPDATE
-                     SET version = t.version + 1, value = excluded.value,
-                         expires_at_ms = excluded.expires_at_ms
-                     WHERE t.expires_at_ms IS NOT NULL AND t.expires_at_ms <= {NOW_MS}
-                 RETURNING version"
-            ),
-            update: format!(
-                "UPDATE {table} SET version = version + 1, value = $3, expires_at_ms = {expiry}
-                 WHERE ns = $1 AND key = $2 AND version = $5 AND {live}
-                 RETURNING version"
-            ),
-            delete: format!(
-                "DELETE FROM {table} WHERE ns = $1 AND key = $2 AND version = $3 AND {live}
-                 RETURNING version"
-            ),
+            writes: [
+                // Absent: a new row, or one past its expiry replaced (its version carries on).
+                format!(
+                    "INSERT INTO {table} AS t (ns, key, version, value, expires_at_ms)
+                     SELECT w.ns, w.key, 1, w.value, {expiry}
+                     FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+                         AS w(ns, key, value, ttl)
+                     ON CONFLICT (ns, key) DO UPDATE
+                         SET version = t.version + 1, value = excluded.value,
+                             expires_at_ms = excluded.expires_at_ms
+                         WHERE t.expires_at_ms IS NOT NULL AND t.expires_at_ms <= {NOW_MS}
+                     RETURNING t.ns, t.key, t.version"
+                ),
+                format!(
+                    "UPDATE {table} AS t
+                     SET version = t.version + 1, value = w.value, expires_at_ms = {expiry}
+                     FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
+                         AS w(ns, key, value, ttl, version)
+                     WHERE t.ns = w.ns AND t.key = w.key COLLATE \"C\"
+                       AND t.version = w.version AND {live}
+                     RETURNING t.ns, t.key, t.version"
+                ),
+                format!(
+                    "DELETE FROM {table} AS t
+                     USING unnest($1::text[], $2::text[], $3::bigint[]) AS w(ns, key, version)
+                     WHERE t.ns = w.ns AND t.key = w.key COLLATE \"C\"
+                       AND t.version = w.version AND {live}
+                     RETURNING t.ns, t.key, t.version"
+                ),
+            ],
             list: format!(
-                "SELECT key, version, value, expires_at_ms FROM {table}
+                "SELECT key, version, value, expires_at_ms FROM {table} AS t
                  WHERE ns = $1 AND starts_with(key, $2) AND {live}
                  ORDER BY key LIMIT $3"
             ),
@@ -163,64 +284,86 @@ impl PostgresStore {
         Ok(PostgresStore {
             db: Arc::new(db),
             sql: Arc::new(sql),
-            writes: Arc::new(Writes {
-                queue: Mutex::new(VecDeque::new()),
-                committers: Arc::new(Semaphore::new(COMMITTERS)),
-            }),
+            writes: Groups::new(COMMITTERS),
+            reads: Groups::new(READERS),
         })
-    }
-
-    fn text(&self, statement: Statement) -> &str {
-        match statement {
-            Statement::Insert => &self.sql.insert,
-            Statement::Update => &self.sql.update,
-            Statement::Delete => &self.sql.delete,
-        }
     }
 
     /// Queues a write for the next group commit and waits for its outcome: the new version
     /// (or the deleted one), `None` when its compare-and-set lost.
-    async fn write(&self, statement: Statement, params: Params) -> Result<Option<i64>, StoreError> {
+    async fn write(
+        &self,
+        ns: Namespace,
+        key: String,
+        change: Change,
+    ) -> Result<Option<i64>, StoreError> {
         let (done, outcome) = oneshot::channel();
-        self.queue().push_back(Write {
-            statement,
-            params,
+        let write = Write {
+            ns: ns.as_str(),
+            key,
+            change,
             done,
+        };
+        let this = self.clone();
+        self.writes.push(write, move |group| {
+            let this = this.clone();
+            Box::pin(async move { this.commit(group).await })
         });
-        self.kick();
         outcome
             .await
             .unwrap_or_else(|_| Err(StoreError("the write was dropped unanswered".into())))
     }
 
-    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Write>> {
-        self.writes.queue.lock().unwrap_or_else(|p| p.into_inner())
+    /// Queues a read for the next group and waits for its record.
+    async fn read(&self, ns: Namespace, key: String) -> Result<Option<Versioned>, StoreError> {
+        let (done, outcome) = oneshot::channel();
+        let this = self.clone();
+        self.reads.push(Read { ns, key, done }, move |group| {
+            let this = this.clone();
+            Box::pin(async move { this.read_group(group).await })
+        });
+        outcome
+            .await
+            .unwrap_or_else(|_| Err(StoreError("the read was dropped unanswered".into())))
     }
 
-    /// Starts a committer if one may run; it drains the queue group by group.
-    fn kick(&self) {
-        if let Ok(permit) = self.writes.committers.clone().try_acquire_owned() {
-            let this = self.clone();
-            tokio::spawn(async move {
-                loop {
-                    let group: Vec<Write> = {
-                        let mut q = this.queue();
-                        let n = q.len().min(GROUP);
-                        q.drain(..n).collect()
-                    };
-                    if group.is_empty() {
-                        break;
-                    }
-                    this.commit(group).await;
-                }
-                drop(permit);
-                // A write queued while this committer was giving up its permit found none
-                // free: start one for it.
-                if !this.queue().is_empty() {
-                    this.kick();
-                }
-            });
+    /// Reads a group's records in one statement and answers each read.
+    async fn read_group(&self, group: Vec<Read>) {
+        let mut answers = self.try_read_group(&group).await;
+        for (i, read) in group.into_iter().enumerate() {
+            let answer = match &mut answers {
+                Ok(found) => found[i]
+                    .take()
+                    .map(|(version, text, expires)| {
+                        decode(read.ns, &read.key, version, &text, expires)
+                    })
+                    .transpose(),
+                Err(e) => Err(e.clone()),
+            };
+            let _ = read.done.send(answer);
         }
+    }
+
+    async fn try_read_group(
+        &self,
+        group: &[Read],
+    ) -> Result<Vec<Option<(i64, String, Option<i64>)>>, StoreError> {
+        let client = self.db.client().await.map_err(StoreError)?;
+        let get = client.prepare_cached(&self.sql.get).await.map_err(db_err)?;
+        let namespaces: Vec<&str> = group.iter().map(|r| r.ns.as_str()).collect();
+        let keys: Vec<&str> = group.iter().map(|r| r.key.as_str()).collect();
+        let rows = client
+            .query(&get, &[&namespaces, &keys])
+            .await
+            .map_err(db_err)?;
+        let mut found = vec![None; group.len()];
+        for row in rows {
+            let at = usize::try_from(row.get::<_, i64>(0) - 1).unwrap_or(usize::MAX);
+            if let Some(slot) = found.get_mut(at) {
+                *slot = Some((row.get(1), row.get(2), row.get(3)));
+            }
+        }
+        Ok(found)
     }
 
     /// Commits a group in one transaction, statements pipelined; answers each write.
@@ -248,7 +391,10 @@ impl PostgresStore {
         }
     }
 
-    /// The group's statements in one transaction; `Err` when the transaction failed.
+    /// The group's writes in one transaction; `Err` when the transaction failed. Writes go
+    /// in rounds: a write joins the first round that has no other write of its record, and
+    /// a round is one statement of each kind over arrays, so every row's compare-and-set is
+    /// decided alone, and a group costs a few statements however many writes it holds.
     async fn try_group(
         &self,
         group: &[Write],
@@ -260,27 +406,40 @@ impl PostgresStore {
             .await
             .map_err(|e| Failed::Connection(StoreError(e)))?;
         let mut prepared = Vec::with_capacity(3);
-        for statement in [Statement::Insert, Statement::Update, Statement::Delete] {
-            prepared.push(
-                client
-                    .prepare_cached(self.text(statement))
-                    .await
-                    .map_err(connection)?,
-            );
+        for text in &self.sql.writes {
+            prepared.push(client.prepare_cached(text).await.map_err(connection)?);
+        }
+        let mut rounds: Vec<[Columns; 3]> = Vec::new();
+        let mut seen: HashMap<(&str, &str), usize> = HashMap::with_capacity(group.len());
+        for (at, w) in group.iter().enumerate() {
+            let round = seen.entry((w.ns, &w.key)).or_insert(0);
+            if rounds.len() <= *round {
+                rounds.push(Default::default());
+            }
+            rounds[*round][w.change.kind()].push(at, w);
+            *round += 1;
         }
         let tx = client.transaction().await.map_err(connection)?;
-        let params: Vec<_> = group.iter().map(|w| w.params.as_sql()).collect();
-        let rows = futures::future::join_all(
-            group
-                .iter()
-                .zip(&params)
-                .map(|(w, p)| tx.query_opt(&prepared[w.statement as usize], p)),
-        )
-        .await;
-        let mut outcomes = Vec::with_capacity(rows.len());
-        for row in rows {
-            let row = row.map_err(|e| Failed::Transaction(db_err(e)))?;
-            outcomes.push(Ok(row.map(|r| r.get::<_, i64>(0))));
+        let mut outcomes = vec![None; group.len()];
+        for round in &rounds {
+            let params: Vec<_> = (0..3).map(|kind| round[kind].params(kind)).collect();
+            let (tx, prepared, params) = (&tx, &prepared, &params);
+            let statements = (0..3)
+                .filter(|&kind| !round[kind].at.is_empty())
+                .map(|kind| async move { (kind, tx.query(&prepared[kind], &params[kind]).await) });
+            // Pipelined on the one connection: a round is one round trip.
+            for (kind, rows) in futures::future::join_all(statements).await {
+                let rows = rows.map_err(|e| Failed::Transaction(db_err(e)))?;
+                let held: HashMap<(String, String), i64> = rows
+                    .iter()
+                    .map(|r| ((r.get(0), r.get(1)), r.get(2)))
+                    .collect();
+                let columns = &round[kind];
+                for (i, &at) in columns.at.iter().enumerate() {
+                    let key = (columns.ns[i].to_string(), columns.key[i].to_string());
+                    outcomes[at] = Some(held.get(&key).copied());
+                }
+            }
         }
         // A commit that fails leaves each write's fate unknown to this process: the caller
         // hears of the failure and the state is as one of the two (a claim that went in is
@@ -288,7 +447,7 @@ impl PostgresStore {
         tx.commit()
             .await
             .map_err(|e| Failed::Connection(db_err(e)))?;
-        Ok(outcomes)
+        Ok(outcomes.into_iter().map(|o| Ok(o.flatten())).collect())
     }
 
     /// The schema the store's tables live in.
@@ -338,16 +497,7 @@ fn decode(
 impl StateStore for PostgresStore {
     fn get(&self, ns: Namespace, key: &str) -> BoxFuture<Result<Option<Versioned>, StoreError>> {
         let (this, key) = (self.clone(), key.to_string());
-        Box::pin(async move {
-            let client = this.db.client().await.map_err(StoreError)?;
-            let get = client.prepare_cached(&this.sql.get).await.map_err(db_err)?;
-            let row = client
-                .query_opt(&get, &[&ns.as_str(), &key])
-                .await
-                .map_err(db_err)?;
-            row.map(|r| decode(ns, &key, r.get(0), r.get(1), r.get(2)))
-                .transpose()
-        })
+        Box::pin(async move { this.read(ns, key).await })
     }
 
     fn put(
@@ -360,22 +510,18 @@ impl StateStore for PostgresStore {
     ) -> BoxFuture<Result<Option<u64>, StoreError>> {
         let (this, key) = (self.clone(), key.to_string());
         Box::pin(async move {
-            let text = serde_json::to_string(&value).map_err(|e| StoreError(e.to_string()))?;
+            // `Value`'s own encoding cannot fail (its map keys are strings).
+            let value = value.to_string();
             let ttl = ttl_ms.map(int);
-            let version = match expect {
-                Expect::Absent => {
-                    this.write(
-                        Statement::Insert,
-                        Params::Insert(ns.as_str(), key, text, ttl),
-                    )
-                    .await?
-                }
-                Expect::Version(v) => {
-                    let params = Params::Update(ns.as_str(), key, text, ttl, int(v));
-                    this.write(Statement::Update, params).await?
-                }
+            let change = match expect {
+                Expect::Absent => Change::Insert { value, ttl },
+                Expect::Version(v) => Change::Update {
+                    value,
+                    ttl,
+                    version: int(v),
+                },
             };
-            Ok(version.map(uint))
+            Ok(this.write(ns, key, change).await?.map(uint))
         })
     }
 
@@ -387,12 +533,10 @@ impl StateStore for PostgresStore {
     ) -> BoxFuture<Result<bool, StoreError>> {
         let (this, key) = (self.clone(), key.to_string());
         Box::pin(async move {
-            let deleted = this
-                .write(
-                    Statement::Delete,
-                    Params::Delete(ns.as_str(), key, int(version)),
-                )
-                .await?;
+            let change = Change::Delete {
+                version: int(version),
+            };
+            let deleted = this.write(ns, key, change).await?;
             Ok(deleted.is_some())
         })
     }

@@ -3,15 +3,19 @@
 //! holds against writers in other processes too; `synchronous = FULL` makes a committed
 //! write survive a power cut, not only a process crash.
 //!
-//! Group commit: one thread owns the connection and runs every operation queued while the
-//! previous commit was on disk in one transaction, then commits once. Each operation's
+//! Group commit: one thread owns the writing connection and runs every write queued while
+//! the previous commit was on disk in one transaction, then commits once. Each write's
 //! compare-and-set is evaluated in turn inside that transaction, so the semantics are those
-//! of one transaction per operation; an operation's answer is released only after the
-//! commit that made it durable. Concurrent calls then share fsyncs instead of queueing for
-//! one each.
+//! of one transaction per write; a write's answer is released only after the commit that
+//! made it durable. Concurrent calls then share fsyncs instead of queueing for one each.
+//! Reads go to a second connection on a thread of their own, grouped the same way in a read
+//! transaction: WAL lets them run while a write commits, and since a write answers only once
+//! committed, a read that follows it sees it. Records are encoded and decoded on the
+//! caller's task, so the threads do nothing but SQL.
 
 use super::{Expect, Namespace, StateStore, StoreError, Versioned, now_ms};
 use crate::handler::BoxFuture;
+use crate::sqlite::checkpoint::Checkpointer;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 use std::path::Path;
@@ -24,11 +28,14 @@ type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
 /// One operation, run inside the current group's transaction (or told it could not start).
 type Job = Box<dyn FnOnce(Result<&Connection, StoreError>) -> Reply + Send>;
 
-/// A state store in one SQLite file. Cheap to clone; the connection closes when the last
+/// A state store in one SQLite file. Cheap to clone; the connections close when the last
 /// clone is dropped.
 #[derive(Clone)]
 pub struct SqliteStore {
-    jobs: mpsc::Sender<Job>,
+    writes: mpsc::Sender<Job>,
+    /// The reading connection's queue; the writer's own for a store in memory, which a
+    /// second connection would not see.
+    reads: mpsc::Sender<Job>,
 }
 
 /// Most operations one transaction takes, so one group cannot hold the lock for long.
@@ -40,21 +47,44 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 impl SqliteStore {
     /// Opens (or creates) the store at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let conn = Connection::open(path.as_ref())
-            .map_err(|e| StoreError(format!("cannot open {}: {e}", path.as_ref().display())))?;
-        Self::setup(conn)
+        let path = path.as_ref();
+        let open = || {
+            Connection::open(path)
+                .map_err(|e| StoreError(format!("cannot open {}: {e}", path.display())))
+        };
+        let mut writer = open()?;
+        Self::prepare(&writer)?;
+        let checkpointer = crate::sqlite::checkpoint::checkpoint_in_background(&mut writer, path)
+            .map_err(StoreError)?;
+        let writes = serve(writer, Some(checkpointer), "tooljig-sqlite-store", WRITE)?;
+        let reader = open()?;
+        reader.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+        reader
+            .execute_batch("PRAGMA cache_size = -65536;")
+            .map_err(err)?;
+        let reads = serve(reader, None, "tooljig-sqlite-reads", READ)?;
+        Ok(SqliteStore { writes, reads })
     }
 
     /// A private store in memory (tests, benchmarks of the SQL path without a disk).
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        Self::setup(Connection::open_in_memory().map_err(err)?)
+        let conn = Connection::open_in_memory().map_err(err)?;
+        Self::prepare(&conn)?;
+        let writes = serve(conn, None, "tooljig-sqlite-store", WRITE)?;
+        Ok(SqliteStore {
+            reads: writes.clone(),
+            writes,
+        })
     }
 
-    fn setup(conn: Connection) -> Result<Self, StoreError> {
+    /// Sets the writing connection up: pragmas, WAL, the table.
+    fn prepare(conn: &Connection) -> Result<(), StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
         crate::sqlite::set_up(
-            &conn,
-            "PRAGMA synchronous = FULL;",
+            conn,
+            // A page cache that holds a busy store's working set (SQLite's default is 2 MiB),
+            // so a group's reads come from memory rather than the file.
+            "PRAGMA synchronous = FULL; PRAGMA cache_size = -65536;",
             "CREATE TABLE IF NOT EXISTS tooljig_state (
                  ns TEXT NOT NULL,
                  key TEXT NOT NULL,
@@ -66,20 +96,54 @@ impl SqliteStore {
              CREATE INDEX IF NOT EXISTS tooljig_state_expiry
                  ON tooljig_state (expires_at) WHERE expires_at IS NOT NULL;",
         )
-        .map_err(err)?;
-        let (jobs, queue) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("tooljig-sqlite-store".into())
-            .spawn(move || writer(conn, queue))
-            .map_err(|e| StoreError(format!("cannot start the store's thread: {e}")))?;
-        Ok(SqliteStore { jobs })
+        .map_err(err)
     }
 
-    /// Queues `f` for the next group transaction and waits for its committed answer.
-    fn blocking<T: Send + 'static>(
+    /// Queues `f` for the next group of writes and waits for its committed answer.
+    fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> BoxFuture<Result<T, StoreError>> {
+        queue(&self.writes, f)
+    }
+
+    /// Queues `f` for the next group of reads.
+    fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> BoxFuture<Result<T, StoreError>> {
+        queue(&self.reads, f)
+    }
+}
+
+/// Writes take the write lock when their group begins, so a compare-and-set reads what no
+/// other process can change before it commits.
+const WRITE: TransactionBehavior = TransactionBehavior::Immediate;
+/// Reads see one snapshot a group.
+const READ: TransactionBehavior = TransactionBehavior::Deferred;
+
+/// Starts the thread that owns `conn` and serves the returned queue; a writer's thread hands
+/// its checkpoints to `checkpointer`, so no group waits for the log to be copied back.
+fn serve(
+    conn: Connection,
+    checkpointer: Option<Checkpointer>,
+    name: &str,
+    behavior: TransactionBehavior,
+) -> Result<mpsc::Sender<Job>, StoreError> {
+    let (jobs, queue) = mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || run_groups(conn, queue, behavior, checkpointer))
+        .map_err(|e| StoreError(format!("cannot start the store's thread: {e}")))?;
+    Ok(jobs)
+}
+
+/// Queues `f` for the next group transaction of `jobs` and waits for its committed answer.
+fn queue<T: Send + 'static>(
+    jobs: &mpsc::Sender<Job>,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+) -> BoxFuture<Result<T, StoreError>> {
+    {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |c| {
             let out = c.and_then(f);
@@ -90,7 +154,7 @@ impl SqliteStore {
                 });
             })
         });
-        let queued = self.jobs.send(job).is_ok();
+        let queued = jobs.send(job).is_ok();
         Box::pin(async move {
             if !queued {
                 return Err(StoreError("the store's thread has stopped".into()));
@@ -101,9 +165,14 @@ impl SqliteStore {
     }
 }
 
-/// The thread that owns the connection: takes every queued operation, runs them in one
+/// The thread that owns a connection: takes every queued operation, runs them in one
 /// transaction, commits, then answers them all.
-fn writer(mut conn: Connection, queue: mpsc::Receiver<Job>) {
+fn run_groups(
+    mut conn: Connection,
+    queue: mpsc::Receiver<Job>,
+    behavior: TransactionBehavior,
+    checkpointer: Option<Checkpointer>,
+) {
     while let Ok(first) = queue.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -112,7 +181,7 @@ fn writer(mut conn: Connection, queue: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        let tx = match conn.transaction_with_behavior(behavior) {
             Ok(tx) => tx,
             Err(e) => {
                 let e = err(e);
@@ -124,6 +193,9 @@ fn writer(mut conn: Connection, queue: mpsc::Receiver<Job>) {
         };
         let replies: Vec<Reply> = group.into_iter().map(|job| job(Ok(&tx))).collect();
         let commit = tx.commit().err().map(err);
+        if let Some(c) = &checkpointer {
+            c.after_commit();
+        }
         for reply in replies {
             reply(commit.clone());
         }
@@ -173,18 +245,19 @@ fn decode(
 impl StateStore for SqliteStore {
     fn get(&self, ns: Namespace, key: &str) -> BoxFuture<Result<Option<Versioned>, StoreError>> {
         let key = key.to_string();
-        self.blocking(move |c| {
-            let row = c
-                .query_row(
-                    "SELECT version, value, expires_at FROM tooljig_state
-                     WHERE ns = ?1 AND key = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
-                    params![ns.as_str(), key, int(now_ms())],
-                    read,
-                )
-                .optional()
-                .map_err(err)?;
-            row.map(|r| decode(ns, &key, r)).transpose()
-        })
+        let at = key.clone();
+        let row = self.read(move |c| {
+            c.prepare_cached(
+                "SELECT version, value, expires_at FROM tooljig_state
+                 WHERE ns = ?1 AND key = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
+            )
+            .and_then(|mut st| {
+                st.query_row(params![ns.as_str(), at, int(now_ms())], read)
+                    .optional()
+            })
+            .map_err(err)
+        });
+        Box::pin(async move { row.await?.map(|r| decode(ns, &key, r)).transpose() })
     }
 
     fn put(
@@ -196,40 +269,46 @@ impl StateStore for SqliteStore {
         ttl_ms: Option<u64>,
     ) -> BoxFuture<Result<Option<u64>, StoreError>> {
         let key = key.to_string();
-        self.blocking(move |c| {
-            let text = serde_json::to_string(&value).map_err(|e| StoreError(e.to_string()))?;
-            let tx = c;
+        // `Value`'s own encoding cannot fail (its map keys are strings).
+        let text = value.to_string();
+        self.write(move |c| {
             let now = now_ms();
-            let current: Option<(u64, Option<u64>)> = tx
-                .query_row(
-                    "SELECT version, expires_at FROM tooljig_state WHERE ns = ?1 AND key = ?2",
-                    params![ns.as_str(), key],
-                    |r| Ok((uint(r.get(0)?), r.get::<_, Option<i64>>(1)?.map(uint))),
-                )
-                .optional()
-                .map_err(err)?;
-            let live = current.filter(|(_, exp)| exp.is_none_or(|at| at > now));
-            let version = match (expect, live, current) {
-                (Expect::Absent, None, old) => old.map_or(1, |(v, _)| v + 1),
-                (Expect::Version(want), Some((v, _)), _) if v == want => want + 1,
-                _ => return Ok(None),
+            let expires = ttl_ms.map(|t| int(now.saturating_add(t)));
+            // One statement decides the compare-and-set and writes: an absent (or expired)
+            // row is inserted or replaced, a live one at the expected version updated.
+            let row = match expect {
+                Expect::Absent => c
+                    .prepare_cached(
+                        "INSERT INTO tooljig_state (ns, key, version, value, expires_at)
+                         VALUES (?1, ?2, 1, ?3, ?4)
+                         ON CONFLICT (ns, key) DO UPDATE SET
+                             version = version + 1, value = excluded.value,
+                             expires_at = excluded.expires_at
+                         WHERE expires_at IS NOT NULL AND expires_at <= ?5
+                         RETURNING version",
+                    )
+                    .and_then(|mut st| {
+                        st.query_row(params![ns.as_str(), key, text, expires, int(now)], |r| {
+                            r.get::<_, i64>(0)
+                        })
+                        .optional()
+                    }),
+                Expect::Version(want) => c
+                    .prepare_cached(
+                        "UPDATE tooljig_state SET version = version + 1, value = ?3, expires_at = ?4
+                         WHERE ns = ?1 AND key = ?2 AND version = ?5
+                           AND (expires_at IS NULL OR expires_at > ?6)
+                         RETURNING version",
+                    )
+                    .and_then(|mut st| {
+                        st.query_row(
+                            params![ns.as_str(), key, text, expires, int(want), int(now)],
+                            |r| r.get::<_, i64>(0),
+                        )
+                        .optional()
+                    }),
             };
-            tx.execute(
-                "INSERT INTO tooljig_state (ns, key, version, value, expires_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (ns, key) DO UPDATE SET
-                     version = excluded.version, value = excluded.value,
-                     expires_at = excluded.expires_at",
-                params![
-                    ns.as_str(),
-                    key,
-                    int(version),
-                    text,
-                    ttl_ms.map(|t| int(now.saturating_add(t)))
-                ],
-            )
-            .map_err(err)?;
-            Ok(Some(version))
+            Ok(row.map_err(err)?.map(uint))
         })
     }
 
@@ -240,13 +319,15 @@ impl StateStore for SqliteStore {
         version: u64,
     ) -> BoxFuture<Result<bool, StoreError>> {
         let key = key.to_string();
-        self.blocking(move |c| {
+        self.write(move |c| {
             let n = c
-                .execute(
+                .prepare_cached(
                     "DELETE FROM tooljig_state WHERE ns = ?1 AND key = ?2 AND version = ?3
                      AND (expires_at IS NULL OR expires_at > ?4)",
-                    params![ns.as_str(), key, int(version), int(now_ms())],
                 )
+                .and_then(|mut st| {
+                    st.execute(params![ns.as_str(), key, int(version), int(now_ms())])
+                })
                 .map_err(err)?;
             Ok(n == 1)
         })
@@ -259,7 +340,7 @@ impl StateStore for SqliteStore {
         limit: usize,
     ) -> BoxFuture<Result<Vec<(String, Versioned)>, StoreError>> {
         let prefix = prefix.to_string();
-        self.blocking(move |c| {
+        self.write(move |c| {
             let now = now_ms();
             // Expired rows are garbage: sweep them while we are here.
             c.execute(
