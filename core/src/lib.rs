@@ -62,7 +62,7 @@ pub mod providers;
 pub mod stream;
 
 // Module paths of earlier releases, kept working.
-pub use durable::{approval, external, idempotency, preference, rollback, run, store};
+pub use durable::{approval, external, idempotency, preference, rollback, run, store, wakeup};
 pub use guard::{access, audit, cache, hidden, rate_limit, telemetry};
 
 pub use access::{AccessDecision, AccessRequest, Effect, PolicyHook, Settings, policy_hook_fn};
@@ -110,3 +110,4 @@ pub use telemetry::TelemetrySnapshot;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::Tool;
 pub use violation::Violation;
+pub use wakeup::WakeBus;

@@ -30,6 +30,8 @@ const MIGRATION_LOCK: i64 = 0x0074_6f6f_6c6a_6967; // "tooljig"
 /// A database, its schema and a component's migrations (state, audit).
 pub struct Database {
     pool: Pool,
+    /// How to connect, for a connection of its own outside the pool (`LISTEN`).
+    config: tokio_postgres::Config,
     schema: String,
     component: &'static str,
     migrations: &'static [Migration],
@@ -55,7 +57,7 @@ impl Database {
             config.application_name("tooljig");
         }
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -70,11 +72,29 @@ impl Database {
             .map_err(|e| format!("cannot make a connection pool: {e}"))?;
         Ok(Database {
             pool,
+            config,
             schema,
             component,
             migrations,
             ready: OnceCell::new(),
         })
+    }
+
+    /// A connection of its own, outside the pool, driven by `on_message` until it closes:
+    /// for one that listens, and must not go back to the pool with its `LISTEN`s.
+    pub async fn dedicated(
+        &self,
+    ) -> Result<
+        (
+            tokio_postgres::Client,
+            tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
+        ),
+        String,
+    > {
+        self.config
+            .connect(NoTls)
+            .await
+            .map_err(|e| format!("PostgreSQL is unreachable: {}", describe(&e)))
     }
 
     /// The schema the tables live in.

@@ -39,6 +39,14 @@ impl Redis {
         })
     }
 
+    /// A connection of its own for pub/sub (a subscribed connection can do nothing else).
+    pub async fn pubsub(&self) -> Result<::redis::aio::PubSub, String> {
+        tokio::time::timeout(WAIT, self.client.get_async_pubsub())
+            .await
+            .map_err(|_| "Redis is unreachable: connecting timed out".to_string())?
+            .map_err(|e| format!("Redis is unreachable: {e}"))
+    }
+
     /// The prefix of every key.
     pub fn prefix(&self) -> &str {
         &self.prefix

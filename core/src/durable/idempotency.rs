@@ -4,10 +4,12 @@
 //! lease; afterwards the envelope is stored with a TTL. A duplicate that arrives while the
 //! first runs waits for it and shares its envelope; one that arrives later gets the stored
 //! envelope replayed. Both are marked `replayed`. The same explicit key with other arguments
-//! is a `conflict`. When the process running the first call dies, its lease expires and the
+//! is a `conflict`. A waiting duplicate is woken when the key settles, in any process that
+//! shares the store (see `wakeup.rs`). When the process running the first call dies, its lease expires and the
 //! next duplicate runs the call again, marked `recovered` on its result.
 
 use super::store::{Expect, Namespace, StateStore, StoreError, get_as, now_ms, put_as};
+use super::wakeup::{Wakeups, key_topic};
 use crate::call::{CallResult, CallStatus};
 use crate::caller::Caller;
 use crate::digest::hash_value;
@@ -16,10 +18,7 @@ use crate::error_code::ErrorCode;
 use crate::policy::Policy;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::policy::idempotency::{
@@ -99,32 +98,6 @@ pub enum Outcome {
     Settled,
 }
 
-/// Wakes the duplicates waiting in this process when a key settles; other processes poll.
-#[derive(Default)]
-pub struct Waiters(Mutex<HashMap<String, Arc<Notify>>>);
-
-impl Waiters {
-    fn get(&self, key: &str) -> Arc<Notify> {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(key.to_string()).or_default().clone()
-    }
-
-    fn wake(&self, key: &str) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = map.remove(key) {
-            n.notify_waiters();
-        }
-    }
-
-    fn forget(&self, key: &str, mine: &Arc<Notify>) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        // Only the map and this waiter hold it: nobody else is waiting.
-        if map.get(key).is_some_and(|n| Arc::ptr_eq(n, mine)) && Arc::strong_count(mine) == 2 {
-            map.remove(key);
-        }
-    }
-}
-
 fn store_err(e: StoreError) -> ToolError {
     e.refusal()
 }
@@ -193,7 +166,7 @@ pub async fn peek(
 #[allow(clippy::too_many_arguments)] // one call's identity, spelled out rather than bundled
 pub async fn begin(
     store: &dyn StateStore,
-    waiters: &Waiters,
+    wakeups: &Wakeups,
     key: &str,
     fingerprint: &str,
     lease: u64,
@@ -205,8 +178,9 @@ pub async fn begin(
     let owner = uuid::Uuid::new_v4().to_string();
     let mut poll = Duration::from_millis(5);
     let mut read = peeked != Peeked::Nothing;
+    let topic = key_topic(key);
     loop {
-        let notify = waiters.get(key);
+        let notify = wakeups.watch(&topic);
         let notified = notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
@@ -221,7 +195,7 @@ pub async fn begin(
         let (expect, recovered) = match current {
             None => (Expect::Absent, false),
             Some((rec, _)) if rec.fingerprint != fingerprint => {
-                waiters.forget(key, &notify);
+                wakeups.forget(&topic, &notify);
                 result.envelope = conflict();
                 return Ok(Outcome::Settled);
             }
@@ -231,7 +205,7 @@ pub async fn begin(
                 },
                 _,
             )) => {
-                waiters.forget(key, &notify);
+                wakeups.forget(&topic, &notify);
                 replay(result, done);
                 return Ok(Outcome::Settled);
             }
@@ -246,7 +220,7 @@ pub async fn begin(
                     _ = &mut notified => {}
                     _ = tokio::time::sleep(wait) => {}
                     _ = cancel.cancelled() => {
-                        waiters.forget(key, &notify);
+                        wakeups.forget(&topic, &notify);
                         result.envelope = Envelope::error(
                             ErrorCode::Cancelled,
                             "the call was cancelled while an identical call was still running",
@@ -254,8 +228,8 @@ pub async fn begin(
                         return Ok(Outcome::Settled);
                     }
                 }
-                poll = (poll * 2).min(Duration::from_millis(250));
-                waiters.forget(key, &notify);
+                poll = (poll * 2).min(wakeups.patience());
+                wakeups.forget(&topic, &notify);
                 continue;
             }
         };
@@ -275,7 +249,7 @@ pub async fn begin(
         )
         .await
         .map_err(store_err)?;
-        waiters.forget(key, &notify);
+        wakeups.forget(&topic, &notify);
         if let Some(version) = won {
             return Ok(Outcome::Run(Claim {
                 key: key.to_string(),
@@ -293,14 +267,14 @@ pub async fn begin(
 /// the duplicates waiting on it are woken to claim it themselves.
 pub async fn release(
     store: &dyn StateStore,
-    waiters: &Waiters,
+    wakeups: &Wakeups,
     claim: Claim,
 ) -> Result<(), StoreError> {
     let outcome = store
         .delete(Namespace::Idempotency, &claim.key, claim.version)
         .await
         .map(|_| ());
-    waiters.wake(&claim.key);
+    wakeups.wake(key_topic(&claim.key));
     outcome
 }
 
@@ -308,7 +282,7 @@ pub async fn release(
 /// releases the key instead, so a retry of the same request runs again.
 pub async fn finish(
     store: &dyn StateStore,
-    waiters: &Waiters,
+    wakeups: &Wakeups,
     claim: Claim,
     result: &CallResult,
 ) -> Result<(), StoreError> {
@@ -316,7 +290,7 @@ pub async fn finish(
     let retryable = matches!(&result.envelope, Envelope::Error(e) if e.retryable)
         || result.status != CallStatus::Done;
     if retryable {
-        return release(store, waiters, claim).await;
+        return release(store, wakeups, claim).await;
     }
     let rec = Record {
         fingerprint: claim.fingerprint,
@@ -333,6 +307,6 @@ pub async fn finish(
     let outcome = put_as(store, Namespace::Idempotency, &claim.key, at, &rec, ttl)
         .await
         .map(|_| ());
-    waiters.wake(&claim.key);
+    wakeups.wake(key_topic(&claim.key));
     outcome
 }

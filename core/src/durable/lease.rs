@@ -2,9 +2,14 @@
 //! pass runs. A process that dies stops renewing, and once the lease lapses (a few seconds,
 //! not the run's deadline) any process may take the run over with `resume`. A holder that
 //! finds its lease taken (it stalled past the lapse, and another process took over) sees
-//! the token it gave [`acquire`] fire: its pass stops starting calls.
+//! the token it gave [`acquire`] fire: its pass stops starting calls. The heartbeat also
+//! watches for a request to cancel the run (`cancel.rs`), and fires the same token when one
+//! comes; a released lease wakes the resumes waiting for it.
 
+use super::Durable;
+use super::cancel;
 use super::store::{Expect, Namespace, StateStore, StoreError, get_as, now_ms, put_as};
+use super::wakeup::{Wakeups, cancel_topic, run_topic};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,11 +30,14 @@ struct Held {
 /// A lease this process holds; renewed in the background until [`Lease::release`].
 pub(crate) struct Lease {
     store: Arc<dyn StateStore>,
+    wakeups: Arc<Wakeups>,
     run_id: String,
     owner: String,
     version: Arc<Mutex<u64>>,
+    /// Ends the heartbeat.
     stop: CancellationToken,
-    lost: CancellationToken,
+    /// The pass's own token: fired when the lease is lost or the run is cancelled.
+    stop_pass: CancellationToken,
 }
 
 impl std::fmt::Debug for Lease {
@@ -41,14 +49,15 @@ impl std::fmt::Debug for Lease {
     }
 }
 
-/// Takes the lease on `run_id` for `lease_ms`, unless a live holder has it (`Ok(None)`): a
-/// lease past its time is taken over, by compare-and-set, so two takers never both win.
+/// Takes the lease on `run_id` for the engine's lease time, unless a live holder has it
+/// (`Ok(None)`): a lease past its time is taken over, by compare-and-set, so two takers
+/// never both win. `stop_pass` fires when the lease is lost or the run is cancelled.
 pub(crate) async fn acquire(
-    store: &Arc<dyn StateStore>,
+    durable: &Durable,
     run_id: &str,
-    lease_ms: u64,
-    on_lost: CancellationToken,
+    stop_pass: CancellationToken,
 ) -> Result<Option<Lease>, StoreError> {
+    let (store, lease_ms) = (&durable.store, durable.lease_ms);
     let owner = uuid::Uuid::new_v4().simple().to_string();
     let now = now_ms();
     let held = Held {
@@ -83,28 +92,63 @@ pub(crate) async fn acquire(
     };
     let lease = Lease {
         store: store.clone(),
+        wakeups: durable.wakeups.clone(),
         run_id: run_id.to_string(),
         owner,
         version: Arc::new(Mutex::new(version)),
         stop: CancellationToken::new(),
-        lost: on_lost,
+        stop_pass,
     };
     lease.heartbeat(lease_ms);
     Ok(Some(lease))
 }
 
 impl Lease {
-    /// Renews the lease every third of its length until released.
+    /// Renews the lease every third of its length until released, and stops the pass when
+    /// the run is asked to stop (woken at once by the cancel topic; read at every beat in
+    /// case the wake-up was lost).
     fn heartbeat(&self, lease_ms: u64) {
         let (store, run_id, owner) = (self.store.clone(), self.run_id.clone(), self.owner.clone());
-        let (version, stop, lost) = (self.version.clone(), self.stop.clone(), self.lost.clone());
+        let (version, stop, stop_pass) = (
+            self.version.clone(),
+            self.stop.clone(),
+            self.stop_pass.clone(),
+        );
+        let wakeups = self.wakeups.clone();
         let every = Duration::from_millis((lease_ms / 3).max(1));
         tokio::spawn(async move {
+            let topic = cancel_topic(&run_id);
+            let mut next_beat = tokio::time::Instant::now() + every;
             loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(every) => {}
+                let asked = wakeups.watch(&topic);
+                let woken = asked.notified();
+                tokio::pin!(woken);
+                woken.as_mut().enable();
+                if !stop_pass.is_cancelled() {
+                    match cancel::requested(store.as_ref(), &run_id).await {
+                        Ok(Some(_)) => {
+                            tracing::info!(target: "tooljig::run", run_id = %run_id, "the run was asked to stop; this pass stops");
+                            stop_pass.cancel();
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::warn!(target: "tooljig::run", run_id = %run_id, error = %e.0, "reading the run's cancel request failed")
+                        }
+                    }
                 }
+                tokio::select! {
+                    _ = stop.cancelled() => {
+                        wakeups.forget(&topic, &asked);
+                        return;
+                    }
+                    _ = tokio::time::sleep_until(next_beat) => {}
+                    _ = &mut woken => {
+                        wakeups.forget(&topic, &asked);
+                        continue;
+                    }
+                }
+                wakeups.forget(&topic, &asked);
+                next_beat = tokio::time::Instant::now() + every;
                 let held = Held {
                     owner: owner.clone(),
                     until_ms: now_ms().saturating_add(lease_ms),
@@ -123,7 +167,7 @@ impl Lease {
                     Ok(Some(v)) => *version.lock().unwrap_or_else(|p| p.into_inner()) = v,
                     Ok(None) => {
                         tracing::error!(target: "tooljig::run", run_id = %run_id, "the run's lease was taken over by another process; this pass stops");
-                        lost.cancel();
+                        stop_pass.cancel();
                         return;
                     }
                     // A store hiccup: try again at the next beat; the lease has two more.
@@ -143,6 +187,7 @@ impl Lease {
             .store
             .delete(Namespace::RunLease, &self.run_id, version)
             .await;
+        self.wakeups.wake(run_topic(&self.run_id));
     }
 }
 

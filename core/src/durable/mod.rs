@@ -9,6 +9,7 @@
 
 pub mod approval;
 pub mod approval_record;
+pub mod cancel;
 pub mod decision;
 pub mod external;
 pub mod idempotency;
@@ -18,6 +19,7 @@ pub mod rollback;
 pub mod run;
 pub mod run_record;
 pub mod store;
+pub mod wakeup;
 
 use crate::call::{ApprovalInfo, ApprovalStatus, CallResult, CallStatus};
 use crate::digest::hash_value;
@@ -26,7 +28,7 @@ use crate::handler::Handler;
 use crate::job::Job;
 use crate::policy::{ApprovalRules, EffectClass};
 use approval::{ApprovalPredicate, ApprovalQuery, ApprovalRecord};
-use idempotency::{Claim, Outcome, Waiters};
+use idempotency::{Claim, Outcome};
 use preference::Preference;
 use run_record::{RunCallRecord, run_call_key};
 use std::collections::HashMap;
@@ -39,7 +41,7 @@ pub const DEFAULT_EXTERNAL_EXPIRY_MS: u64 = 24 * 60 * 60 * 1000;
 pub const DEFAULT_RUN_TTL_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
 /// The engine's durable-run settings, grouped: the state store, the approval rules and
-/// predicate, compensation handlers, and the in-process wake-ups of waiting duplicates.
+/// predicate, compensation handlers, and the wake-ups of waiting calls.
 #[derive(Clone)]
 pub struct Durable {
     pub(crate) store: Arc<dyn StateStore>,
@@ -49,7 +51,7 @@ pub struct Durable {
     pub(crate) rules: ApprovalRules,
     pub(crate) predicate: Option<Arc<dyn ApprovalPredicate>>,
     pub(crate) compensations: Arc<RwLock<HashMap<String, Arc<dyn Handler>>>>,
-    pub(crate) waiters: Arc<Waiters>,
+    pub(crate) wakeups: Arc<wakeup::Wakeups>,
     pub(crate) external_expiry_ms: u64,
     pub(crate) run_ttl_ms: u64,
     /// Seals decisions when set (see `approval::seal`).
@@ -66,7 +68,7 @@ impl Default for Durable {
             rules: ApprovalRules::default(),
             predicate: None,
             compensations: Default::default(),
-            waiters: Default::default(),
+            wakeups: Default::default(),
             external_expiry_ms: DEFAULT_EXTERNAL_EXPIRY_MS,
             run_ttl_ms: DEFAULT_RUN_TTL_MS,
             seal_key: None,
@@ -285,7 +287,7 @@ async fn guard(
             Some((k, fingerprint)) => Some(
                 idempotency::begin(
                     store,
-                    &d.shared.waiters,
+                    &d.shared.wakeups,
                     k,
                     fingerprint,
                     idempotency::lease_ms(policy),
@@ -304,7 +306,7 @@ async fn guard(
         Some(Err(not_claimed)) => {
             if let Some(Ok(Outcome::Run(claim))) = by_key {
                 // Nobody else can finish this claim; a failure only leaves it to its lease.
-                let _ = idempotency::release(store, &d.shared.waiters, claim).await;
+                let _ = idempotency::release(store, &d.shared.wakeups, claim).await;
             }
             not_claimed.settle(result);
             return false;
@@ -428,7 +430,7 @@ pub async fn after(d: &CallDurable, mut guarded: Guarded, result: &mut CallResul
     // Both records in one group commit of the store: neither waits for the other.
     let idempotency = async {
         match guarded.idempotency.take() {
-            Some(claim) => idempotency::finish(store, &d.shared.waiters, claim, done).await,
+            Some(claim) => idempotency::finish(store, &d.shared.wakeups, claim, done).await,
             None => Ok(()),
         }
     };

@@ -183,12 +183,7 @@ pub(crate) async fn start(
         );
         // The lease and the record in one group commit of the store.
         let (lease, version) = tokio::join!(
-            lease::acquire(
-                &durable.store,
-                &pass.run_id,
-                durable.lease_ms,
-                cancel.clone()
-            ),
+            lease::acquire(durable, &pass.run_id, cancel.clone()),
             put_as(
                 durable.store.as_ref(),
                 Namespace::Run,
@@ -259,7 +254,7 @@ pub(crate) async fn begin_resume(
             format!("run {run_id} is being run by another process right now"),
         )
     };
-    let Some(lease) = lease::acquire(&durable.store, run_id, durable.lease_ms, cancel.clone())
+    let Some(lease) = lease::acquire(durable, run_id, cancel.clone())
         .await
         .map_err(store_refusal)?
     else {
@@ -282,6 +277,18 @@ pub(crate) async fn begin_resume(
             run_id: Some(record.id),
             rollback: None,
         }));
+    }
+    // Asked to stop while suspended: this pass starts stopped, so every call that has no
+    // result yet ends `cancelled` and the run finishes.
+    let stop = match super::cancel::requested(store, run_id).await {
+        Ok(asked) => asked.is_some(),
+        Err(e) => {
+            lease.release().await;
+            return Err(store_refusal(e));
+        }
+    };
+    if stop {
+        cancel.cancel();
     }
     record.resuming = None;
     record.passes += 1;
@@ -314,6 +321,18 @@ pub(crate) async fn begin_resume(
     let mut changed = std::collections::HashSet::new();
     let mut approved = HashMap::new();
     for r in &record.results {
+        if stop && r.status != CallStatus::Done {
+            // Whatever it waited for (a decision, a client result), it will not run now.
+            let mut r = r.clone();
+            r.status = CallStatus::Done;
+            r.envelope = Envelope::error(
+                ErrorCode::Cancelled,
+                "the run was cancelled before this call ran",
+            );
+            changed.insert(r.call_id.clone());
+            settled.insert(r.call_id.clone(), r);
+            continue;
+        }
         match r.status {
             CallStatus::Done => {
                 settled.insert(r.call_id.clone(), r.clone());

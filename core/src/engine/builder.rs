@@ -86,6 +86,8 @@ impl Engine {
     /// be resumed or rolled back by id.
     pub fn with_state_store(mut self, store: Arc<dyn StateStore>) -> Self {
         let d = self.durable_mut();
+        // Waiters in other processes sharing the store hear of changes through its bus.
+        d.wakeups = Arc::new(crate::durable::wakeup::Wakeups::new(store.wake_bus()));
         d.store = store;
         d.explicit_store = true;
         self

@@ -263,21 +263,40 @@ impl Engine {
         let patience = std::time::Duration::from_millis(live.deadline_ms.unwrap_or(5 * 60 * 1000));
         let give_up = tokio::time::Instant::now() + patience;
         let mut wait = std::time::Duration::from_millis(20);
+        let wakeups = &self.durable.wakeups;
+        let topic = crate::durable::wakeup::run_topic(run_id);
         loop {
-            match run::begin_resume(&self.durable, run_id, cancel).await {
-                Err(e) if e.details.get("reason").and_then(|r| r.as_str()) == Some("run_busy") => {
-                    if tokio::time::Instant::now() + wait > give_up || cancel.is_cancelled() {
-                        return Err(e);
-                    }
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        _ = cancel.cancelled() => return Err(e),
-                    }
-                    wait = (wait * 2).min(std::time::Duration::from_millis(250));
-                }
-                other => return other,
+            // Woken when the pass holding the run lets it go, here or in another process.
+            let released = wakeups.watch(&topic);
+            let woken = released.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            let tried = run::begin_resume(&self.durable, run_id, cancel).await;
+            let busy =
+                matches!(&tried, Err(e) if e.details.get("reason") == Some(&"run_busy".into()));
+            if !busy || tokio::time::Instant::now() >= give_up || cancel.is_cancelled() {
+                wakeups.forget(&topic, &released);
+                return tried;
             }
+            let left = give_up.saturating_duration_since(tokio::time::Instant::now());
+            tokio::select! {
+                _ = &mut woken => {}
+                _ = tokio::time::sleep(wait.min(left)) => {}
+                _ = cancel.cancelled() => {}
+            }
+            wakeups.forget(&topic, &released);
+            wait = (wait * 2).min(wakeups.patience());
         }
+    }
+
+    /// Asks a run to stop, in whichever process runs it (one that shares this engine's
+    /// store): calls not yet started end `cancelled`, running handlers see their context
+    /// cancelled, and a suspended run is cancelled by its next resume. The process running
+    /// it hears at once through the store's wake-ups (PostgreSQL, Redis), else at its next
+    /// lease heartbeat (a third of the lease, 5 s by default). `Ok(false)` when the run had
+    /// already finished; refused with `not_found` when there is no such run.
+    pub async fn cancel_run(&self, run_id: &str, reason: Option<&str>) -> Result<bool, ToolError> {
+        crate::durable::cancel::request(&self.durable, run_id, reason.map(str::to_string)).await
     }
 
     /// A run as stored: its calls, latest results, steps and compensations.

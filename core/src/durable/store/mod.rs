@@ -49,6 +49,8 @@ pub enum Namespace {
     RunCall,
     /// Who runs a run right now (a lease renewed by a heartbeat), by run id.
     RunLease,
+    /// Requests to stop a run, by run id.
+    RunCancel,
     /// Client-side calls awaiting a submitted result, by `run_id/call_id`.
     External,
     /// Compensations that ran (or were claimed), by `run_id/call_id`.
@@ -65,6 +67,7 @@ impl Namespace {
             Namespace::Run => "run",
             Namespace::RunCall => "run_call",
             Namespace::RunLease => "run_lease",
+            Namespace::RunCancel => "run_cancel",
             Namespace::External => "external",
             Namespace::Compensation => "compensation",
         }
@@ -149,6 +152,13 @@ pub trait StateStore: Send + Sync + 'static {
         prefix: &str,
         limit: usize,
     ) -> BoxFuture<Result<Vec<(String, Versioned)>, StoreError>>;
+
+    /// How the processes sharing this store wake each other's waiters (see
+    /// [`WakeBus`](crate::durable::wakeup::WakeBus)); `None` (the default) when the store
+    /// has no way: waiters in other processes then read the store again every 250 ms.
+    fn wake_bus(&self) -> Option<std::sync::Arc<dyn crate::durable::wakeup::WakeBus>> {
+        None
+    }
 }
 
 /// Milliseconds since the Unix epoch: the one clock records are compared against, shared

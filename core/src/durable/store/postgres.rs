@@ -61,6 +61,7 @@ pub struct PostgresStore {
     sql: Arc<Statements>,
     writes: Arc<Groups<Write>>,
     reads: Arc<Groups<Read>>,
+    bus: Arc<crate::durable::wakeup::PostgresBus>,
 }
 
 /// Operations waiting to go to the database in a group, and the permits of the tasks that
@@ -279,10 +280,11 @@ impl PostgresStore {
     /// on first use: opening never blocks, and a database that is down only fails the
     /// operations that need it.
     pub fn open(url: &str) -> Result<Self, StoreError> {
-        let db = Database::open(url, "state", MIGRATIONS).map_err(StoreError)?;
+        let db = Arc::new(Database::open(url, "state", MIGRATIONS).map_err(StoreError)?);
         let sql = Statements::new(&db.table("tooljig_state"));
         Ok(PostgresStore {
-            db: Arc::new(db),
+            bus: Arc::new(crate::durable::wakeup::PostgresBus::new(db.clone())),
+            db,
             sql: Arc::new(sql),
             writes: Groups::new(COMMITTERS),
             reads: Groups::new(READERS),
@@ -495,6 +497,10 @@ fn decode(
 }
 
 impl StateStore for PostgresStore {
+    fn wake_bus(&self) -> Option<Arc<dyn crate::durable::wakeup::WakeBus>> {
+        Some(self.bus.clone())
+    }
+
     fn get(&self, ns: Namespace, key: &str) -> BoxFuture<Result<Option<Versioned>, StoreError>> {
         let (this, key) = (self.clone(), key.to_string());
         Box::pin(async move { this.read(ns, key).await })

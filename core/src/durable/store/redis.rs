@@ -89,7 +89,8 @@ return out
 pub struct RedisStore(Arc<Inner>);
 
 struct Inner {
-    redis: Redis,
+    redis: Arc<Redis>,
+    bus: Arc<crate::durable::wakeup::RedisBus>,
     put: ::redis::Script,
     delete: ::redis::Script,
     list: ::redis::Script,
@@ -108,8 +109,10 @@ impl RedisStore {
     /// use: opening never blocks, and a server that is down only fails the operations that
     /// need it.
     pub fn open(url: &str) -> Result<Self, StoreError> {
+        let redis = Arc::new(Redis::open(url).map_err(StoreError)?);
         Ok(RedisStore(Arc::new(Inner {
-            redis: Redis::open(url).map_err(StoreError)?,
+            bus: Arc::new(crate::durable::wakeup::RedisBus::new(redis.clone())),
+            redis,
             put: ::redis::Script::new(PUT),
             delete: ::redis::Script::new(DELETE),
             list: ::redis::Script::new(LIST),
@@ -162,6 +165,10 @@ fn decode(
 }
 
 impl StateStore for RedisStore {
+    fn wake_bus(&self) -> Option<Arc<dyn crate::durable::wakeup::WakeBus>> {
+        Some(self.0.bus.clone())
+    }
+
     fn get(&self, ns: Namespace, key: &str) -> BoxFuture<Result<Option<Versioned>, StoreError>> {
         let (this, key) = (self.0.clone(), key.to_string());
         Box::pin(async move {
