@@ -139,6 +139,11 @@ export declare class NativeEngine {
   /** A run as stored (`{value: record | null}`). */
   runRecord(runId: string): Promise<string>
   /**
+   * Asks a run to stop in whichever process runs it (`{value: bool}`: false when it had
+   * already finished).
+   */
+  cancelRun(runId: string, reason?: string | undefined | null): Promise<string>
+  /**
    * Undoes the completed calls of a run (or only `callId`), latest first; resolves with
    * the report.
    */

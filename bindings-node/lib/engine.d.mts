@@ -209,6 +209,17 @@ export class Engine {
      */
     runRecord(runId: string): Promise<RunRecord | null>;
     /**
+     * Asks a run to stop, in whichever process runs it (one sharing this engine's store): calls
+     * not yet started end `cancelled`, running handlers see `ctx.signal` abort, and a suspended
+     * run is cancelled by its next resume. With a PostgreSQL or Redis store the process running it
+     * hears at once, else at its next lease heartbeat (5 s by default). Resolves false when the run
+     * had already finished; rejects with a `ToolError` `not_found` when there is no such run.
+     * @param {string} runId
+     * @param {string} [reason]
+     * @returns {Promise<boolean>}
+     */
+    cancelRun(runId: string, reason?: string): Promise<boolean>;
+    /**
      * Undoes the completed calls of a run (or only `callId`), latest first; resolves with the report.
      * @param {string} runId
      * @param {string} [callId]

@@ -275,6 +275,22 @@ impl JsEngine {
         })
     }
 
+    /// Asks a run to stop in whichever process runs it (`{value: bool}`: false when it had
+    /// already finished).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn cancel_run<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+        reason: Option<String>,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.cancel_run(&run_id, reason.as_deref()).await;
+            Ok(answer(out.map(Value::Bool)))
+        })
+    }
+
     /// Undoes the completed calls of a run (or only `callId`), latest first; resolves with
     /// the report.
     #[napi(ts_return_type = "Promise<string>")]

@@ -80,3 +80,32 @@ test('a run kept in Redis is decided and resumed by another worker', async (t) =
   assert.deepEqual((await a.resume(out.runId)).results[0].envelope, { ok: true, data: { to: 'bo' } })
   assert.deepEqual(sent, ['bo'])
 })
+
+test('a run kept in Redis is cancelled from another worker, at once', async (t) => {
+  const url = scratch(t)
+  if (!url) return
+  const [a, b] = [new Engine({ stateStore: url }), new Engine({ stateStore: url })]
+  let started
+  const runIdKnown = new Promise((resolve) => (started = resolve))
+  a.register('hold', tool({
+    // The default lease beats every 5 s: only the wake-up through Redis stops it sooner.
+    execute: (_args, ctx) => new Promise((resolve) => {
+      started(ctx.runId)
+      const never = setTimeout(() => resolve('never stopped'), 5_000)
+      ctx.signal.addEventListener('abort', () => (clearTimeout(never), resolve('stopped')))
+    }),
+  }))
+  a.register('after', tool({ execute: () => 'ran' }))
+  const running = a.run([
+    { id: 'h', tool: 'hold', arguments: {} },
+    { id: 'n', tool: 'after', arguments: {}, dependsOn: ['h'] },
+  ], { caller: ana })
+  const runId = await runIdKnown
+  const asked = Date.now()
+  assert.equal(await b.cancelRun(runId, 'the user left'), true)
+  const out = await running
+  assert.ok(Date.now() - asked < 1000, `stopped ${Date.now() - asked} ms after it was asked`)
+  assert.deepEqual(out.results.map((r) => r.envelope.error?.code), ['cancelled', 'cancelled'])
+  assert.equal(await b.cancelRun(runId), false)
+  await assert.rejects(b.cancelRun('no-such-run'), (e) => e.code === 'not_found')
+})

@@ -66,6 +66,11 @@ enum Op {
     RunRecord {
         run_id: String,
     },
+    CancelRun {
+        run_id: String,
+        #[serde(default)]
+        reason: Option<String>,
+    },
     Rollback {
         run_id: String,
         call_id: Option<String>,
@@ -143,6 +148,12 @@ async fn perform(engine: &Engine, op: Op, live: BatchOptions) -> Msg {
             Err(e) => reply(Err(e)),
         },
         Op::RunRecord { run_id } => reply(engine.run_record(&run_id).await.map(|r| value_of(&r))),
+        Op::CancelRun { run_id, reason } => reply(
+            engine
+                .cancel_run(&run_id, reason.as_deref())
+                .await
+                .map(Value::Bool),
+        ),
         Op::Rollback { run_id, call_id } => reply(
             engine
                 .rollback_with(&run_id, call_id.as_deref(), live.host)

@@ -149,3 +149,39 @@ def test_duplicates_from_three_python_processes_run_once(postgres_url: str, tmp_
         envelopes += json.loads(out)
     assert len(envelopes) == 150 and all(e == {"ok": True, "data": {"paid": 9}} for e in envelopes)
     assert len(effects.read_text().splitlines()) == 1, "one execution in all"
+
+
+async def test_a_run_is_cancelled_from_another_worker(postgres_url: str) -> None:
+    import asyncio
+    import time
+
+    started: asyncio.Queue[str] = asyncio.Queue()
+    a = tooljig.Engine(state_store=postgres_url)
+    b = tooljig.Engine(state_store=postgres_url)
+
+    async def hold(args: dict[str, Any], ctx: tooljig.ToolContext) -> str:
+        await started.put(ctx.run_id)
+        # The default lease beats every 5 s: only the wake-up through PostgreSQL stops it sooner.
+        for _ in range(500):
+            if ctx.cancelled:
+                return "stopped"
+            await asyncio.sleep(0.01)
+        return "never stopped"
+
+    a.register("hold", "Waits until cancelled.", None, hold)
+    a.register("after", "Runs after hold.", None, lambda args: "ran")
+    calls = [
+        {"id": "h", "tool": "hold", "arguments": {}},
+        {"id": "n", "tool": "after", "arguments": {}, "depends_on": ["h"]},
+    ]
+    running = asyncio.create_task(a.run(calls, caller=ANA))
+    run_id = await asyncio.wait_for(started.get(), 10)
+    asked = time.monotonic()
+    assert await b.cancel_run(run_id, "the user left") is True
+    out = await asyncio.wait_for(running, 10)
+    assert time.monotonic() - asked < 1.0
+    assert [r.envelope["error"]["code"] for r in out.results] == ["cancelled", "cancelled"]
+    assert await b.cancel_run(run_id) is False
+    with pytest.raises(tooljig.ToolError) as unknown:
+        await b.cancel_run("no-such-run")
+    assert unknown.value.code == "not_found"

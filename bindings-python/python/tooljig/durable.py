@@ -266,6 +266,16 @@ class DurableRuns:
         record: dict[str, Any] | None = await self._op("run_record", run_id=run_id)
         return record
 
+    async def cancel_run(self, run_id: str, reason: str | None = None) -> bool:
+        """Asks a run to stop, in whichever process runs it (one sharing this engine's
+        store): calls not yet started end ``cancelled``, running handlers see
+        ``ctx.cancelled`` set, and a suspended run is cancelled by its next resume. With a
+        PostgreSQL or Redis store the process running it hears at once, else at its next lease
+        heartbeat (5 s by default). False when the run had already finished; ``ToolError``
+        ``not_found`` when there is no such run."""
+        asked: bool = await self._op("cancel_run", run_id=run_id, reason=reason)
+        return asked
+
     async def rollback(self, run_id: str, call_id: str | None = None) -> dict[str, Any]:
         """Undoes the completed calls of a run (or only ``call_id``), latest first, through
         each tool's compensation; returns ``{"entries": [...]}``."""
@@ -402,6 +412,10 @@ class DurableRuns:
     def run_record_sync(self, run_id: str) -> dict[str, Any] | None:
         """:meth:`run_record`, blocking."""
         return _blocking("run_record", self.run_record(run_id))
+
+    def cancel_run_sync(self, run_id: str, reason: str | None = None) -> bool:
+        """:meth:`cancel_run`, blocking."""
+        return _blocking("cancel_run", self.cancel_run(run_id, reason))
 
     def rollback_sync(self, run_id: str, call_id: str | None = None) -> dict[str, Any]:
         """:meth:`rollback`, blocking."""
