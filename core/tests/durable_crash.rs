@@ -89,17 +89,19 @@ impl Lcg {
 
 #[test]
 fn random_kills_at_every_phase_lose_and_double_nothing() {
-    rounds_until(50, |_| None);
+    rounds_until(50, 1, |_| None);
 }
 
-/// The same on PostgreSQL (state store and audit log), each round in a schema of its own.
+/// The same on PostgreSQL (state store and audit log), each round in a schema of its own,
+/// with the scenario 17 times over: a run of 204 calls, a third of them idempotent and a
+/// third at-most-once.
 #[test]
-fn random_kills_on_postgresql_lose_and_double_nothing() {
+fn random_kills_of_a_204_call_run_on_postgresql_lose_and_double_nothing() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     if rt.block_on(postgres::Scratch::new("probe")).is_none() {
         return;
     }
-    rounds_until(20, |_| {
+    rounds_until(20, WIDE, |_| {
         rt.block_on(postgres::Scratch::new("crash"))
             .map(Backend::Postgres)
     });
@@ -108,14 +110,17 @@ fn random_kills_on_postgresql_lose_and_double_nothing() {
 /// The same with the state store in Redis (the audit log in SQLite), each round under a key
 /// prefix of its own.
 #[test]
-fn random_kills_on_redis_lose_and_double_nothing() {
+fn random_kills_of_a_204_call_run_on_redis_lose_and_double_nothing() {
     if redis_support::Prefix::new("probe").is_none() {
         return;
     }
-    rounds_until(20, |_| {
+    rounds_until(20, WIDE, |_| {
         redis_support::Prefix::new("crash").map(Backend::Redis)
     });
 }
+
+/// How many times the wide runs repeat the scenario's 12 calls.
+const WIDE: usize = 17;
 
 /// A round's place on a server, cleaned up when the round ends.
 enum Backend {
@@ -132,9 +137,10 @@ impl Backend {
     }
 }
 
-/// Plays rounds until `wanted` processes were killed; `backend` gives a round a place on a
-/// server (cleaned up after the round), or none for SQLite files.
-fn rounds_until(wanted: u32, backend: impl Fn(u32) -> Option<Backend>) {
+/// Plays rounds of the scenario `copies` times over until `wanted` processes were killed;
+/// `backend` gives a round a place on a server (cleaned up after the round), or none for
+/// SQLite files.
+fn rounds_until(wanted: u32, copies: usize, backend: impl Fn(u32) -> Option<Backend>) {
     let seed = std::env::var("TOOLJIG_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -156,6 +162,7 @@ fn rounds_until(wanted: u32, backend: impl Fn(u32) -> Option<Backend>) {
         if let Some(s) = &scratch {
             std::fs::write(dir.join("backend.url"), s.url()).unwrap();
         }
+        std::fs::write(dir.join("copies"), copies.to_string()).unwrap();
         // The first process, killed somewhere between start-up and the end of its pass.
         let start_kill = Duration::from_millis(rng.below(260));
         if !run_role(dir, "start", None, Some(start_kill)) {
@@ -178,7 +185,7 @@ fn rounds_until(wanted: u32, backend: impl Fn(u32) -> Option<Backend>) {
                 kills += 1;
             }
         }
-        let (unknown, reruns) = check(dir, seed, round);
+        let (unknown, reruns) = check(dir, seed, round, 12 * copies);
         seen_unknown += unknown;
         seen_reruns += reruns;
     }
@@ -189,12 +196,12 @@ fn rounds_until(wanted: u32, backend: impl Fn(u32) -> Option<Backend>) {
 }
 
 /// Checks one finished round; returns how many calls ended unknown and how many ran again.
-fn check(dir: &Path, seed: u64, round: u32) -> (usize, usize) {
+fn check(dir: &Path, seed: u64, round: u32, calls: usize) -> (usize, usize) {
     let (mut unknown, mut reruns) = (0, 0);
     let ctx = format!("seed {seed}, round {round}");
     let finals: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("final.json")).unwrap()).unwrap();
-    assert_eq!(finals.len(), 12, "{ctx}");
+    assert_eq!(finals.len(), calls, "{ctx}");
     let effects = std::fs::read_to_string(dir.join("effects.txt")).unwrap_or_default();
     let mut done: HashMap<&str, Vec<&str>> = HashMap::new();
     for line in effects.lines() {

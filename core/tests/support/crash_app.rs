@@ -70,9 +70,31 @@ pub fn app(dir: &Path) -> Engine {
     engine
 }
 
-/// The scenario's calls.
-pub fn calls() -> Vec<Call> {
-    serde_json::from_value(scenario()["calls"].clone()).expect("the calls read")
+/// The scenario's calls, repeated as many times as `dir/copies` says (once without it):
+/// copy `k` of call `c3` is `c3_k`, and depends on copy `k` of what `c3` depends on. The
+/// scenario has a multiple of three calls, so call `i` of the whole run still uses tool
+/// `i % 3`.
+pub fn calls(dir: &Path) -> Vec<Call> {
+    let one: Vec<Call> =
+        serde_json::from_value(scenario()["calls"].clone()).expect("the calls read");
+    let copies: usize = std::fs::read_to_string(dir.join("copies"))
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(1);
+    let mut out = Vec::with_capacity(one.len() * copies);
+    for k in 0..copies {
+        let rename = |id: &str| match k {
+            0 => id.to_string(),
+            _ => format!("{id}_{k}"),
+        };
+        for c in &one {
+            let mut c = c.clone();
+            c.id = rename(&c.id);
+            c.depends_on = c.depends_on.iter().map(|d| rename(d)).collect();
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Plays `role` (`start`, or `resume` of `run`) to the end of its pass and writes
@@ -91,7 +113,7 @@ pub fn play(role: &str, dir: &Path, run: Option<&str>, ready: impl FnOnce()) {
             "start" => {
                 engine
                     .run(
-                        calls(),
+                        calls(dir),
                         Caller::principal(principal),
                         BatchOptions::default(),
                     )
