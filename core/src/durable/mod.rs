@@ -271,7 +271,14 @@ async fn guard(
     // claim is refused (an earlier pass finished the call, or was cut off in it), the key's
     // claim is called off: a wait for a duplicate ends, a claim won is released.
     let job: &Job = job;
-    let call_off = job.cancel.child_token();
+    if !d.claims && idempotent.is_none() {
+        return true;
+    }
+    // A token of its own only when the run's claim may call the key's claim off.
+    let call_off = match d.claims && idempotent.is_some() {
+        true => job.cancel.child_token(),
+        false => job.cancel.clone(),
+    };
     let in_run = async {
         let claimed = match d.claims {
             true => Some(claim_in_run(d, job).await),
