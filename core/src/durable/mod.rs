@@ -274,18 +274,16 @@ async fn guard(
     if !d.claims && idempotent.is_none() {
         return true;
     }
-    // A token of its own only when the run's claim may call the key's claim off.
-    let call_off = match d.claims && idempotent.is_some() {
-        true => job.cancel.child_token(),
-        false => job.cancel.clone(),
-    };
+    // A token of its own only when there is a key's claim for the run's claim to call off
+    // (never the batch's token: a refused claim stops its own call, not the batch).
+    let call_off = (d.claims && idempotent.is_some()).then(|| job.cancel.child_token());
     let in_run = async {
         let claimed = match d.claims {
             true => Some(claim_in_run(d, job).await),
             false => None,
         };
-        if matches!(claimed, Some(Err(_))) {
-            call_off.cancel();
+        if let (Some(Err(_)), Some(token)) = (&claimed, &call_off) {
+            token.cancel();
         }
         claimed
     };
@@ -299,7 +297,7 @@ async fn guard(
                     fingerprint,
                     idempotency::lease_ms(policy),
                     policy.idempotency.ttl_ms,
-                    &call_off,
+                    call_off.as_ref().unwrap_or(&job.cancel),
                     peeked,
                     result,
                 )

@@ -23,7 +23,9 @@ use crate::registry::Snapshot;
 use futures::FutureExt;
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
@@ -418,22 +420,30 @@ impl Batch {
             }
         };
         tokio::pin!(expired);
+        // A batch of one call runs it in this task: a spawn would hand it to another worker
+        // thread and its result back, which was most of what a one-call batch cost.
+        let mut solo: Option<Pin<Box<dyn Future<Output = Ran> + Send>>> = None;
         let ended = loop {
-            while running.len() < self.concurrency {
+            while running.len() + usize::from(solo.is_some()) < self.concurrency {
                 let Some(i) = self.ready.pop_front() else {
                     break;
                 };
                 if let Some((job, durable)) = self.prepare(i) {
                     in_flight[i] = true;
                     let guards = self.guards.clone();
-                    running.spawn(async move {
-                        // Boxed: the call's future is over 2 KB, and the task is moved several
+                    let call = async move {
+                        // Boxed: the call's future is over 2 KB, and a task is moved several
                         // times on its way into the runtime; a pointer moves for less. Handler
                         // panics are caught deeper; this catches a panic of tooljig's own steps
                         // so it ends this call alone, as `internal_error`.
                         let call = Box::pin(run_audited(job, guards, durable));
                         (i, AssertUnwindSafe(call).catch_unwind().await.ok())
-                    });
+                    };
+                    if total == 1 {
+                        solo = Some(Box::pin(call));
+                    } else {
+                        running.spawn(call);
+                    }
                 }
             }
             if self.finished == total {
@@ -450,7 +460,11 @@ impl Batch {
                     tokio::select! {
                         biased;
                         _ = &mut cancelled => Err(ErrorCode::Cancelled),
-                        j = running.join_next() => Ok(j),
+                        ran = async { solo.as_mut().expect("guarded").await }, if solo.is_some() => {
+                            solo = None;
+                            Ok(Some(Ok(ran)))
+                        }
+                        j = running.join_next(), if solo.is_none() => Ok(j),
                         _ = &mut expired => Err(ErrorCode::DeadlineExceeded),
                     }
                 }
@@ -482,6 +496,7 @@ impl Batch {
         if let Some(code) = ended {
             self.cancel.cancel();
             running.abort_all();
+            drop(solo);
             let message = match code {
                 ErrorCode::Cancelled => {
                     "the batch was cancelled before this call finished".to_string()
