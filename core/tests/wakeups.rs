@@ -6,7 +6,9 @@
 //!   not at its next read of the store (which, with a bus, is up to 2 s away);
 //! - `cancel_run` in one worker stops the run another is running, at once with a bus and
 //!   within a heartbeat without one;
-//! - a suspended run asked to stop is cancelled by its next resume.
+//! - a suspended run asked to stop is cancelled by its next resume;
+//! - PostgreSQL's listening connection cut by the server: the listener connects again and
+//!   wake-ups arrive as before.
 
 #[path = "support/postgres.rs"]
 mod postgres;
@@ -213,4 +215,56 @@ async fn a_suspended_run_asked_to_stop_is_cancelled_by_its_resume() {
         let record = a.run_record(&run_id).await.unwrap().unwrap();
         assert_eq!(record.state, RunState::Finished, "{url}");
     }
+}
+
+/// The listening connection cut by the server (a restart, `pg_terminate_backend`): the
+/// listener connects again on its own, and wake-ups reach the waiters as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wake_ups_resume_after_the_listening_connection_is_cut() {
+    let Some(scratch) = postgres::Scratch::new("wake_cut").await else {
+        return;
+    };
+    let url = scratch.url.clone();
+    let (a, b) = (Arc::new(worker(&url, None)), Arc::new(worker(&url, None)));
+    let lateness = |n: u64| {
+        let (a, b) = (a.clone(), b.clone());
+        async move {
+            let call = move || vec![Call::new("c", "slow_pay", json!({"amount": n}))];
+            let first = tokio::spawn(async move {
+                a.run(call(), Caller::principal("ana"), BatchOptions::default())
+                    .await;
+                Instant::now()
+            });
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let out = b
+                .run(call(), Caller::principal("ana"), BatchOptions::default())
+                .await;
+            let done = Instant::now();
+            assert!(out.results[0].replayed);
+            done.saturating_duration_since(first.await.unwrap())
+        }
+    };
+    assert!(lateness(1).await < Duration::from_millis(300));
+    let (client, conn) = tokio_postgres::connect(&postgres::base_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    // Only this test's listeners: the channel is named after the schema (its first 50).
+    let schema: String = scratch.schema.chars().take(50).collect();
+    let listen = format!("LISTEN \"tooljig_wake_{schema}\"");
+    let cut = client
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1",
+            &[&listen],
+        )
+        .await
+        .unwrap();
+    assert!(!cut.is_empty(), "a listening connection was there to cut");
+    // The listener notices at once and connects again after half a second.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let late = lateness(2).await;
+    assert!(
+        late < Duration::from_millis(300),
+        "after the cut, the duplicate ended {late:?} after the first"
+    );
 }
