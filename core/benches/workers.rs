@@ -32,6 +32,11 @@ fn main() {
     if let Ok(url) = std::env::var(WORKER) {
         return worker(&url);
     }
+    // `cargo test` runs bench targets too, without `--bench`: a check that it builds is enough.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("workers: run with `cargo bench -p tooljig --bench workers`");
+        return;
+    }
     scaling();
     limiter();
 }
