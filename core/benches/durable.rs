@@ -18,6 +18,8 @@
 //!
 //! Run with `cargo bench -p tooljig --bench durable`; figures go to `BENCHMARKS.md`.
 
+mod support;
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -26,15 +28,6 @@ use std::time::Duration;
 use tooljig::*;
 
 const N: usize = 100;
-
-fn runtime() -> tokio::runtime::Runtime {
-    // Two workers: the machine the figures are for has two cores.
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
 
 fn engine(store: Option<Arc<dyn StateStore>>) -> Engine {
     let mut engine = Engine::new();
@@ -75,7 +68,7 @@ fn calls_n(tool: &str, from: u64, n: usize) -> Vec<Call> {
 fn sqlite() -> (Arc<dyn StateStore>, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("tooljig-bench-durable-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temp dir");
-    let path = dir.join(format!("state-{}.db", uuid_like()));
+    let path = dir.join(format!("state-{}.db", support::unique()));
     (
         Arc::new(SqliteStore::open(&path).expect("the store opens")),
         dir,
@@ -91,29 +84,16 @@ fn postgres(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String
         rt.block_on(tokio_postgres::connect(&base, tokio_postgres::NoTls))
             .ok()?,
     );
-    let schema = format!("tj_bench_{}", uuid_like());
+    let schema = format!("tj_bench_{}", support::unique());
     let store = PostgresStore::open(&format!("{base}?schema={schema}")).ok()?;
     Some((Arc::new(store), schema))
-}
-
-fn drop_schema(rt: &tokio::runtime::Runtime, schema: &str) {
-    let base = std::env::var("TOOLJIG_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    rt.block_on(async {
-        if let Ok((client, conn)) = tokio_postgres::connect(&base, tokio_postgres::NoTls).await {
-            tokio::spawn(conn);
-            let _ = client
-                .execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"), &[])
-                .await;
-        }
-    });
 }
 
 /// A Redis store under a prefix of the bench's own, and the prefix, when the server answers.
 fn redis(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String)> {
     let base =
         std::env::var("TOOLJIG_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-    let prefix = format!("tj_bench_{}:", uuid_like());
+    let prefix = format!("tj_bench_{}:", support::unique());
     let store = RedisStore::open(&format!("{base}?prefix={prefix}")).ok()?;
     // One round trip proves the server answers.
     rt.block_on(store.get(tooljig::store::Namespace::Run, "probe"))
@@ -121,33 +101,12 @@ fn redis(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String)> 
     Some((Arc::new(store), prefix))
 }
 
-fn drop_prefix(prefix: &str) {
-    let base =
-        std::env::var("TOOLJIG_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-    if let Ok(mut c) = redis::Client::open(base.as_str()).and_then(|c| c.get_connection()) {
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{prefix}*"))
-            .query(&mut c)
-            .unwrap_or_default();
-        if !keys.is_empty() {
-            let _: Result<u64, _> = redis::cmd("DEL").arg(keys).query(&mut c);
-        }
-    }
-}
-
-fn uuid_like() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
-}
-
 fn caller() -> Caller {
     Caller::principal("bench")
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = support::runtime();
     let mut g = c.benchmark_group("durable");
     g.throughput(Throughput::Elements(N as u64));
     g.sample_size(20);
@@ -247,10 +206,10 @@ fn bench(c: &mut Criterion) {
     drop(sql);
     std::fs::remove_dir_all(dir).ok();
     if let Some((_, schema)) = pg {
-        drop_schema(&rt, &schema);
+        support::servers::drop_schema(&rt, &schema);
     }
     if let Some((_, prefix)) = rd {
-        drop_prefix(&prefix);
+        support::servers::drop_prefix(&prefix);
     }
 }
 

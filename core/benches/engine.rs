@@ -10,20 +10,13 @@
 //!
 //! Run with `cargo bench -p tooljig --bench engine`; figures go to `BENCHMARKS.md`.
 
+mod support;
+
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;
 use std::time::Duration;
 use tooljig::{BatchOptions, Call, Caller, Engine, Tool};
-
-fn runtime() -> tokio::runtime::Runtime {
-    // Two workers: the machine the targets are set for has two cores.
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
 
 fn engine() -> Engine {
     let engine = Engine::new();
@@ -77,7 +70,7 @@ fn noop_calls(n: usize) -> Vec<Call> {
 }
 
 fn overhead(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = support::runtime();
     let engine = engine();
     let mut group = c.benchmark_group("overhead");
     for n in [1usize, 100, 1_000, 10_000] {
@@ -103,7 +96,7 @@ fn overhead(c: &mut Criterion) {
 /// A tool after itself: its calls run one by one. Planning orders them with one edge a call,
 /// so a large batch costs about what the same calls cost in parallel.
 fn serial(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = support::runtime();
     let engine = Engine::new();
     engine
         .register(
@@ -141,7 +134,7 @@ fn serial(c: &mut Criterion) {
 }
 
 fn sleeping(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = support::runtime();
     let engine = engine();
     let mut group = c.benchmark_group("latency");
     group.sample_size(20);
@@ -195,7 +188,7 @@ fn sleeping(c: &mut Criterion) {
 /// The same waits without tooljig, to tell the engine's cost from the timer's: tokio's timer
 /// has a 1 ms resolution and rounds every sleep up to its next tick.
 fn baseline(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = support::runtime();
     let mut group = c.benchmark_group("baseline");
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(4));

@@ -23,6 +23,8 @@
 //! Run with `cargo bench -p tooljig --bench guardrails`; figures go to `BENCHMARKS.md`. For
 //! instruction counts, see `counted` at the end.
 
+mod support;
+
 use criterion::{BatchSize, Criterion, Throughput, criterion_group};
 use serde_json::{Value, json};
 use std::hint::black_box;
@@ -37,14 +39,6 @@ use tooljig::*;
 /// system allocator's figures (BENCHMARKS.md has both).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
 
 fn schema() -> Value {
     json!({
@@ -213,7 +207,7 @@ fn bench_engine(
 }
 
 fn overhead(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = support::runtime();
     let dir = tempfile::tempdir().expect("a temp dir");
     let bare = Arc::new(bare());
     let all = Arc::new(guarded(ALL, dir.path()));
@@ -369,7 +363,7 @@ fn counted(k: usize) {
     if let Some(kind) = which.strip_prefix("sink_") {
         let sink = sink(kind, dir.path());
         let chunks: Vec<_> = (0..k).map(|_| entries(1_000)).collect();
-        let rt = runtime();
+        let rt = support::runtime();
         let (started, cpu) = (std::time::Instant::now(), cpu_seconds());
         for chunk in chunks {
             sink.record_all(chunk);
@@ -404,7 +398,7 @@ fn counted(k: usize) {
             dir.path(),
         )
     });
-    let rt = runtime();
+    let rt = support::runtime();
     let nonce = AtomicU64::new(0);
     for _ in 0..k {
         let (engine, calls) = (engine.clone(), calls(1_000, &nonce));

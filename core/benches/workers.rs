@@ -11,6 +11,8 @@
 //! `$TOOLJIG_POSTGRES_URL` and `$TOOLJIG_REDIS_URL` (this machine's servers by default), each
 //! part skipped with a message when its server does not answer.
 
+mod support;
+
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -19,14 +21,6 @@ use tooljig::*;
 
 const WORKER: &str = "TOOLJIG_BENCH_WORKER";
 const SECONDS: u64 = 5;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
 
 fn main() {
     if let Ok(url) = std::env::var(WORKER) {
@@ -41,14 +35,10 @@ fn main() {
     limiter();
 }
 
-fn base(var: &str, default: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| default.into())
-}
-
 /// One worker process: 1,000-call batches of fresh idempotent calls for `SECONDS`, after a
 /// warm-up; prints how many calls it ran.
 fn worker(url: &str) {
-    let rt = runtime();
+    let rt = support::runtime();
     rt.block_on(async {
         let store: Arc<dyn StateStore> = Arc::new(PostgresStore::open(url).expect("a URL"));
         let engine = Engine::new().with_state_store(store);
@@ -59,7 +49,7 @@ fn worker(url: &str) {
                     .policy(Policy::default().idempotent(IdempotencyMode::Arguments)),
             )
             .expect("registers");
-        let nonce = uuid_like();
+        let nonce = support::unique();
         let batch = |i: u64| -> Vec<Call> {
             (0..1000u64)
                 .map(|n| Call::new(format!("c{n}"), "pay", json!({"w": nonce, "i": i, "n": n})))
@@ -83,26 +73,16 @@ fn worker(url: &str) {
     });
 }
 
-fn uuid_like() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
 fn scaling() {
-    let base = base(
-        "TOOLJIG_POSTGRES_URL",
-        "postgres://postgres@127.0.0.1:5432/test",
-    );
-    let rt = runtime();
+    let base = support::servers::postgres_base();
+    let rt = support::runtime();
     let probe = rt.block_on(tokio_postgres::connect(&base, tokio_postgres::NoTls));
     let Ok((client, conn)) = probe else {
         eprintln!("scaling: skipped, PostgreSQL at {base} does not answer");
         return;
     };
     rt.spawn(conn);
-    let schema = format!("tj_bench_workers_{}", uuid_like());
+    let schema = format!("tj_bench_workers_{}", support::unique());
     let url = format!("{base}?schema={schema}");
     println!("scaling (PostgreSQL, 1,000-call batches of durable idempotent calls, {SECONDS} s)");
     for n in 1..=4 {
@@ -135,10 +115,10 @@ fn scaling() {
 }
 
 fn limiter() {
-    let base = base("TOOLJIG_REDIS_URL", "redis://127.0.0.1:6379");
-    let prefix = format!("tj_bench_limiter_{}:", uuid_like());
+    let base = support::servers::redis_base();
+    let prefix = format!("tj_bench_limiter_{}:", support::unique());
     let shared = RedisLimiter::open(&format!("{base}?prefix={prefix}")).expect("a Redis URL");
-    let rt = runtime();
+    let rt = support::runtime();
     let engine = |limiter: Option<Arc<dyn RateLimiter>>| {
         let mut e = Engine::new();
         if let Some(l) = limiter {
@@ -191,13 +171,5 @@ fn limiter() {
         rp50.saturating_sub(lp50),
         rp99.saturating_sub(lp99)
     );
-    if let Ok(mut c) = redis::Client::open(base.as_str()).and_then(|c| c.get_connection()) {
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{prefix}*"))
-            .query(&mut c)
-            .unwrap_or_default();
-        if !keys.is_empty() {
-            let _: Result<u64, _> = redis::cmd("DEL").arg(keys).query(&mut c);
-        }
-    }
+    support::servers::drop_prefix(&prefix);
 }
