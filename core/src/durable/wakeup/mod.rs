@@ -20,7 +20,6 @@ pub use postgres::PostgresBus;
 #[cfg(feature = "redis")]
 pub use redis::RedisBus;
 
-use super::store::StoreError;
 use crate::handler::BoxFuture;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -32,8 +31,9 @@ pub type Deliver = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Carries wake-ups between the processes that share a state store.
 pub trait WakeBus: Send + Sync + 'static {
-    /// Tells every listening process (this one included) that these topics changed.
-    fn publish(&self, topics: Vec<String>) -> BoxFuture<Result<(), StoreError>>;
+    /// Tells every listening process (this one included) that these topics changed; `Err`
+    /// says why not (it is only logged: the waiters read the store again soon enough).
+    fn publish(&self, topics: Vec<String>) -> BoxFuture<Result<(), String>>;
 
     /// Calls `deliver` with every topic any process publishes, from now until the process
     /// ends, reconnecting by itself after a failure. Called once per engine.
@@ -137,7 +137,7 @@ impl Wakeups {
                 };
                 if let Err(e) = bus.publish(topics).await {
                     // The waiters elsewhere read the store again soon enough.
-                    tracing::warn!(target: "tooljig::wakeup", error = %e.0, "a wake-up was not sent");
+                    tracing::warn!(target: "tooljig::wakeup", error = %e, "a wake-up was not sent");
                 }
             }
         });
@@ -163,7 +163,7 @@ mod tests {
     struct Loopback(Mutex<Vec<Deliver>>);
 
     impl WakeBus for Loopback {
-        fn publish(&self, topics: Vec<String>) -> BoxFuture<Result<(), StoreError>> {
+        fn publish(&self, topics: Vec<String>) -> BoxFuture<Result<(), String>> {
             let listeners = self.0.lock().unwrap().clone();
             Box::pin(async move {
                 for t in &topics {

@@ -4,7 +4,6 @@
 //! whoever takes it next).
 
 use super::{Deliver, WakeBus};
-use crate::durable::store::StoreError;
 use crate::handler::BoxFuture;
 use crate::postgres::Database;
 use futures::StreamExt;
@@ -50,15 +49,15 @@ fn payloads(topics: &[String]) -> Vec<String> {
 }
 
 impl WakeBus for PostgresBus {
-    fn publish(&self, topics: Vec<String>) -> BoxFuture<Result<(), StoreError>> {
+    fn publish(&self, topics: Vec<String>) -> BoxFuture<Result<(), String>> {
         let (db, channel) = (self.db.clone(), self.channel.clone());
         Box::pin(async move {
-            let client = db.client().await.map_err(StoreError)?;
+            let client = db.client().await?;
             for payload in payloads(&topics) {
                 client
                     .execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
                     .await
-                    .map_err(|e| StoreError(crate::postgres::describe(&e)))?;
+                    .map_err(|e| crate::postgres::describe(&e))?;
             }
             Ok(())
         })

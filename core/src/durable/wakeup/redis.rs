@@ -2,7 +2,6 @@
 //! (`PREFIX wake`), a message holding the topics woken together, one per line.
 
 use super::{Deliver, WakeBus};
-use crate::durable::store::StoreError;
 use crate::handler::BoxFuture;
 use crate::redis::Redis;
 use futures::StreamExt;
@@ -27,17 +26,17 @@ impl RedisBus {
 }
 
 impl WakeBus for RedisBus {
-    fn publish(&self, topics: Vec<String>) -> BoxFuture<Result<(), StoreError>> {
+    fn publish(&self, topics: Vec<String>) -> BoxFuture<Result<(), String>> {
         let (redis, channel) = (self.redis.clone(), self.channel.clone());
         Box::pin(async move {
-            let mut conn = redis.connection().await.map_err(StoreError)?;
+            let mut conn = redis.connection().await?;
             ::redis::cmd("PUBLISH")
                 .arg(&channel)
                 .arg(topics.join("\n"))
                 .query_async::<i64>(&mut conn)
                 .await
                 .map(|_| ())
-                .map_err(|e| StoreError(format!("Redis: {e}")))
+                .map_err(|e| format!("Redis: {e}"))
         })
     }
 
