@@ -119,12 +119,15 @@ impl Lease {
         tokio::spawn(async move {
             let topic = cancel_topic(&run_id);
             let mut next_beat = tokio::time::Instant::now() + every;
+            // A pass starts knowing whether its run was asked to stop (a fresh run cannot have
+            // been; `begin_resume` reads it): read it again only once woken or at a beat.
+            let mut look = false;
             loop {
                 let asked = wakeups.watch(&topic);
                 let woken = asked.notified();
                 tokio::pin!(woken);
                 woken.as_mut().enable();
-                if !stop_pass.is_cancelled() {
+                if look && !stop_pass.is_cancelled() {
                     match cancel::requested(store.as_ref(), &run_id).await {
                         Ok(Some(_)) => {
                             tracing::info!(target: "tooljig::run", run_id = %run_id, "the run was asked to stop; this pass stops");
@@ -144,10 +147,12 @@ impl Lease {
                     _ = tokio::time::sleep_until(next_beat) => {}
                     _ = &mut woken => {
                         wakeups.forget(&topic, &asked);
+                        look = true;
                         continue;
                     }
                 }
                 wakeups.forget(&topic, &asked);
+                look = true;
                 next_beat = tokio::time::Instant::now() + every;
                 let held = Held {
                     owner: owner.clone(),

@@ -323,12 +323,8 @@ pub(crate) async fn begin_resume(
     for r in &record.results {
         if stop && r.status != CallStatus::Done {
             // Whatever it waited for (a decision, a client result), it will not run now.
-            let mut r = r.clone();
-            r.status = CallStatus::Done;
-            r.envelope = Envelope::error(
-                ErrorCode::Cancelled,
-                "the run was cancelled before this call ran",
-            );
+            let why = "the run was cancelled before this call ran";
+            let r = ended_unrun(r, ErrorCode::Cancelled, why);
             changed.insert(r.call_id.clone());
             settled.insert(r.call_id.clone(), r);
             continue;
@@ -364,12 +360,9 @@ pub(crate) async fn begin_resume(
                         settled.insert(r.call_id.clone(), r);
                     }
                     None => {
-                        let mut r = r.clone();
-                        r.status = CallStatus::Done;
-                        r.envelope = Envelope::error(
-                            ErrorCode::ApprovalExpired,
-                            "the approval request of this call is gone (expired); it did not run",
-                        );
+                        let why =
+                            "the approval request of this call is gone (expired); it did not run";
+                        let r = ended_unrun(r, ErrorCode::ApprovalExpired, why);
                         changed.insert(r.call_id.clone());
                         settled.insert(r.call_id.clone(), r);
                     }
@@ -398,6 +391,14 @@ pub(crate) async fn begin_resume(
         pass,
         lease,
     })
+}
+
+/// A call's stored result, ended without running: `code`, and why.
+fn ended_unrun(r: &CallResult, code: ErrorCode, why: &str) -> CallResult {
+    let mut r = r.clone();
+    r.status = CallStatus::Done;
+    r.envelope = Envelope::error(code, why);
+    r
 }
 
 /// A run as stored: its calls, latest results, steps and compensations.

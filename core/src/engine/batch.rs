@@ -460,7 +460,12 @@ impl Batch {
                     tokio::select! {
                         biased;
                         _ = &mut cancelled => Err(ErrorCode::Cancelled),
-                        ran = async { solo.as_mut().expect("guarded").await }, if solo.is_some() => {
+                        Some(ran) = async {
+                            match solo.as_mut() {
+                                Some(call) => Some(call.await),
+                                None => None,
+                            }
+                        }, if solo.is_some() => {
                             solo = None;
                             Ok(Some(Ok(ran)))
                         }
