@@ -434,10 +434,10 @@ impl BatchHost {
                 .call_method0("is_closed")
                 .and_then(|c| c.is_truthy())
                 .unwrap_or(true);
-            if !closed {
-                if let Err(e) = event_loop.call_method1("remove_reader", (reader.as_raw_fd(),)) {
-                    e.write_unraisable(py, None);
-                }
+            if !closed
+                && let Err(e) = event_loop.call_method1("remove_reader", (reader.as_raw_fd(),))
+            {
+                e.write_unraisable(py, None);
             }
         }
     }

@@ -128,12 +128,12 @@ pub fn read_tool_error(obj: &Bound<'_, PyAny>) -> Result<ToolError, String> {
         err = err.retryable(retryable.is_truthy().map_err(|e| e.to_string())?);
     }
     let details = obj.getattr("details").map_err(|e| e.to_string())?;
-    if let Ok(d) = details.cast::<PyDict>() {
-        if !d.is_empty() {
-            match convert::from_py(d).map_err(|e| e.to_string())? {
-                Value::Object(map) => err.details = without_reserved(map),
-                _ => return Err("details must be a dict".into()),
-            }
+    if let Ok(d) = details.cast::<PyDict>()
+        && !d.is_empty()
+    {
+        match convert::from_py(d).map_err(|e| e.to_string())? {
+            Value::Object(map) => err.details = without_reserved(map),
+            _ => return Err("details must be a dict".into()),
         }
     }
     Ok(err)

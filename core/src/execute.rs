@@ -63,13 +63,13 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
     }
 
     // Step 4: validate against the schema compiled at registration.
-    if !job.tool.input.is_valid(&job.arguments) {
-        if let Some(envelope) = arguments_envelope(job.tool.input.check(&job.arguments)) {
-            result.envelope = envelope;
-            result.finished_us = job.since_start();
-            result.arguments = Some(job.arguments);
-            return result;
-        }
+    if !job.tool.input.is_valid(&job.arguments)
+        && let Some(envelope) = arguments_envelope(job.tool.input.check(&job.arguments))
+    {
+        result.envelope = envelope;
+        result.finished_us = job.since_start();
+        result.arguments = Some(job.arguments);
+        return result;
     }
 
     // Step 5: access (the policy hook over the final arguments).

@@ -44,6 +44,8 @@ pub mod engine;
 pub mod execute;
 pub mod guard;
 pub mod job;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod output;
 pub mod plan;
 #[cfg(feature = "postgres")]

@@ -36,6 +36,9 @@ pub struct Registry {
     tools: ArcSwap<Tools>,
     resources: SchemaResources,
     write: std::sync::Mutex<()>,
+    /// Counts changes of the set of tools, for those who follow it (an MCP server's
+    /// `tools/list_changed`).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for Registry {
@@ -55,6 +58,7 @@ impl Registry {
             tools: ArcSwap::from_pointee(Tools::default()),
             resources,
             write: Default::default(),
+            changes: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -105,13 +109,13 @@ impl Registry {
         if taken(&spec.name) {
             return Err(RegistrationError::Duplicate(spec.name));
         }
-        if let Some(original) = &spec.original_name {
-            if original != &spec.name {
-                if taken(original) {
-                    return Err(RegistrationError::Duplicate(original.clone()));
-                }
-                tools.aliases.insert(original.clone(), spec.name.clone());
+        if let Some(original) = &spec.original_name
+            && original != &spec.name
+        {
+            if taken(original) {
+                return Err(RegistrationError::Duplicate(original.clone()));
             }
+            tools.aliases.insert(original.clone(), spec.name.clone());
         }
         let name: Arc<str> = Arc::from(spec.name.as_str());
         tools.order.push(spec.name.clone());
@@ -126,7 +130,28 @@ impl Registry {
             }),
         );
         self.tools.store(Arc::new(tools));
+        self.changes.send_modify(|n| *n += 1);
         Ok(())
+    }
+
+    /// Removes a tool (and the alias of its original name); false when there was none.
+    /// Batches already running keep the snapshot they started with.
+    pub fn unregister(&self, name: &str) -> bool {
+        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tools = Tools::clone(&self.tools.load());
+        if tools.by_name.remove(name).is_none() {
+            return false;
+        }
+        tools.order.retain(|n| n != name);
+        tools.aliases.retain(|_, target| target != name);
+        self.tools.store(Arc::new(tools));
+        self.changes.send_modify(|n| *n += 1);
+        true
+    }
+
+    /// Sees every later registration or removal (the value counts them).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// The current tools, for one batch.

@@ -106,7 +106,7 @@ impl SealKey {
 
 fn from_hex(digits: &str) -> Result<Vec<u8>, String> {
     let digits = digits.trim();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err("a hex key needs an even number of digits".into());
     }
     (0..digits.len())

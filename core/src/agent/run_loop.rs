@@ -242,10 +242,10 @@ fn json_calls(protocol: &JsonProtocol, turn: &ModelTurn) -> (Vec<ToolCall>, bool
                 .collect();
             // An answer cut at the token limit was closed by the repair; its last call may
             // be missing parameters it was about to get, so it never runs.
-            if turn.finish_reason == FinishReason::Length {
-                if let Some(last) = calls.last_mut() {
-                    last.incomplete = true;
-                }
+            if turn.finish_reason == FinishReason::Length
+                && let Some(last) = calls.last_mut()
+            {
+                last.incomplete = true;
             }
             (calls, true)
         }

@@ -172,13 +172,13 @@ fn python_collections(text: &str) -> Cow<'_, str> {
             continue;
         }
         let opens_value = matches!(previous, None | Some(b'[' | b',' | b':' | b'('));
-        if opens_value && matches!(b, b'(' | b'{') {
-            if let Some(close) = matching(bytes, &mask, i) {
-                if b == b'(' || is_set(bytes, &mask, i, close) {
-                    edits.push(Edit::new(i, i + 1, "["));
-                    edits.push(Edit::new(close, close + 1, "]"));
-                }
-            }
+        if opens_value
+            && matches!(b, b'(' | b'{')
+            && let Some(close) = matching(bytes, &mask, i)
+            && (b == b'(' || is_set(bytes, &mask, i, close))
+        {
+            edits.push(Edit::new(i, i + 1, "["));
+            edits.push(Edit::new(close, close + 1, "]"));
         }
         if matches!(b, b'"' | b'\'') {
             previous = Some(b'"');

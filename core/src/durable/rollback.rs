@@ -63,14 +63,14 @@ pub async fn rollback(
         )
         .with("reason", "unknown_run"));
     };
-    if let Some(id) = call_id {
-        if !record.completed.iter().any(|c| c == id) {
-            return Err(ToolError::new(
-                ErrorCode::NotFound,
-                format!("call {id:?} did not complete in run {run_id}; there is nothing to undo"),
-            )
-            .with("reason", "unknown_call"));
-        }
+    if let Some(id) = call_id
+        && !record.completed.iter().any(|c| c == id)
+    {
+        return Err(ToolError::new(
+            ErrorCode::NotFound,
+            format!("call {id:?} did not complete in run {run_id}; there is nothing to undo"),
+        )
+        .with("reason", "unknown_call"));
     }
     let report = compensate(durable, tools, &mut record, call_id, host).await;
     // The compensations themselves are claimed one by one in the store; appending the

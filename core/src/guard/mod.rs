@@ -258,10 +258,10 @@ impl Guards {
     /// Waits until the audit records handed over so far are durable. A failure is logged
     /// and counted; the batch's results are returned all the same.
     pub async fn flush(&self) {
-        if let Some(audit) = &self.audit {
-            if let Err(e) = audit.flush().await {
-                tracing::error!(target: "tooljig::audit", error = %e, "audit records could not be made durable");
-            }
+        if let Some(audit) = &self.audit
+            && let Err(e) = audit.flush().await
+        {
+            tracing::error!(target: "tooljig::audit", error = %e, "audit records could not be made durable");
         }
     }
 }

@@ -289,18 +289,17 @@ fn convert(node: &Value, at: &str, options: &BfclOptions) -> Result<Value, Impor
         }
     }
     // `"default": null` is Python's `Optional[...] = None`: null is a value the parameter takes.
-    if out.get("default") == Some(&Value::Null) {
-        if let Some(Value::String(t)) = out.get("type") {
-            if t != "null" {
-                let nullable = json!([t, "null"]);
-                out.insert("type".into(), nullable);
-            }
-        }
+    if out.get("default") == Some(&Value::Null)
+        && let Some(Value::String(t)) = out.get("type")
+        && t != "null"
+    {
+        let nullable = json!([t, "null"]);
+        out.insert("type".into(), nullable);
     }
-    if let Some(default) = out.get("default") {
-        if !fits(default, out.get("type")) {
-            out.remove("default");
-        }
+    if let Some(default) = out.get("default")
+        && !fits(default, out.get("type"))
+    {
+        out.remove("default");
     }
     let is_object = out.get("type").and_then(Value::as_str) == Some("object");
     if options.close_objects && is_object && out.contains_key("properties") {
@@ -423,19 +422,18 @@ fn as_source_strings(schema: &mut Value, original: &Value, language: Language) {
             Language::Java => matches!(ty, "ArrayList" | "Array"),
             _ => ty == "array",
         };
-        if is_list {
-            if let Some(item) = source.pointer("/items/type").and_then(Value::as_str) {
-                description += &format!(
-                    " The list elements are of type {item}; they are not in string representation."
-                );
-            }
+        if is_list && let Some(item) = source.pointer("/items/type").and_then(Value::as_str) {
+            description += &format!(
+                " The list elements are of type {item}; they are not in string representation."
+            );
         }
-        if language == Language::JavaScript && ty == "dict" {
-            if let Some(p) = source.get("properties") {
-                description += &format!(
-                    " The dictionary entries have the following schema; they are not in string representation. {p}"
-                );
-            }
+        if language == Language::JavaScript
+            && ty == "dict"
+            && let Some(p) = source.get("properties")
+        {
+            description += &format!(
+                " The dictionary entries have the following schema; they are not in string representation. {p}"
+            );
         }
         let mut out = json!({"type": "string", "description": description});
         if let Some(d) = prop.get("default").filter(|d| d.is_string()) {

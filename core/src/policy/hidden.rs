@@ -46,13 +46,13 @@ impl HiddenParam {
 /// Checks a tool's hidden parameters at registration.
 pub fn check_policy(hidden: &BTreeMap<String, HiddenParam>) -> Result<(), String> {
     for (name, param) in hidden {
-        if let HiddenParam::Resolver { input, .. } = param {
-            if hidden.contains_key(input) {
-                return Err(format!(
-                    "hidden parameter {name:?} resolves from {input:?}, which is itself hidden; \
+        if let HiddenParam::Resolver { input, .. } = param
+            && hidden.contains_key(input)
+        {
+            return Err(format!(
+                "hidden parameter {name:?} resolves from {input:?}, which is itself hidden; \
                      a resolver's input must be an argument the model fills"
-                ));
-            }
+            ));
         }
     }
     Ok(())

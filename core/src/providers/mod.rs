@@ -574,14 +574,13 @@ pub(crate) fn envelope_from_content(content: &Value, is_error: bool) -> Envelope
         Value::Null => String::new(),
         other => other.to_string(),
     };
-    if let Ok(env) = serde_json::from_str::<Envelope>(&text) {
-        if serde_json::from_str::<Value>(&text)
+    if let Ok(env) = serde_json::from_str::<Envelope>(&text)
+        && serde_json::from_str::<Value>(&text)
             .ok()
             .and_then(|v| v.get("ok").cloned())
             .is_some()
-        {
-            return env;
-        }
+    {
+        return env;
     }
     if is_error {
         return Envelope::error(ErrorCode::InternalError, text);

@@ -194,10 +194,10 @@ impl ProviderFormat for OpenAiResponses {
             finish
         };
         turn.raw_finish_reason = raw;
-        if turn.finish_reason == FinishReason::Length {
-            if let Some(last) = turn.tool_calls.last_mut() {
-                last.incomplete = true;
-            }
+        if turn.finish_reason == FinishReason::Length
+            && let Some(last) = turn.tool_calls.last_mut()
+        {
+            last.incomplete = true;
         }
         turn.usage = body.get("usage").map(usage).unwrap_or_default();
         turn.model = body.get("model").and_then(Value::as_str).map(String::from);

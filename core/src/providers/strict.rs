@@ -106,11 +106,11 @@ fn convert(schema: &Value, path: &str) -> Result<Value, String> {
             out.insert("anyOf".into(), v.clone());
         }
     }
-    if let Some(f) = out.get("format").and_then(Value::as_str) {
-        if !FORMATS.contains(&f) {
-            notes.push(format!("format: {f}"));
-            out.remove("format");
-        }
+    if let Some(f) = out.get("format").and_then(Value::as_str)
+        && !FORMATS.contains(&f)
+    {
+        notes.push(format!("format: {f}"));
+        out.remove("format");
     }
     if !notes.is_empty() {
         let base = out

@@ -53,21 +53,21 @@ impl StreamDecoder for OpenAiChatDecoder {
             return Ok(());
         };
         let delta = choice.get("delta").cloned().unwrap_or(Value::Null);
-        if let Some(t) = delta.get("content").and_then(Value::as_str) {
-            if !t.is_empty() {
-                self.turn.content.push_str(t);
-                out.push(StreamEvent::TextDelta {
-                    delta: t.to_string(),
-                });
-            }
+        if let Some(t) = delta.get("content").and_then(Value::as_str)
+            && !t.is_empty()
+        {
+            self.turn.content.push_str(t);
+            out.push(StreamEvent::TextDelta {
+                delta: t.to_string(),
+            });
         }
-        if let Some(t) = delta.get("refusal").and_then(Value::as_str) {
-            if !t.is_empty() {
-                self.refusal.push_str(t);
-                out.push(StreamEvent::TextDelta {
-                    delta: t.to_string(),
-                });
-            }
+        if let Some(t) = delta.get("refusal").and_then(Value::as_str)
+            && !t.is_empty()
+        {
+            self.refusal.push_str(t);
+            out.push(StreamEvent::TextDelta {
+                delta: t.to_string(),
+            });
         }
         for tc in delta
             .get("tool_calls")

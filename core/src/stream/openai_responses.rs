@@ -87,13 +87,13 @@ impl StreamDecoder for OpenAiResponsesDecoder {
                         .and_then(Value::as_str)
                         .and_then(|id| self.by_item.get(id).copied())
                         .or_else(|| self.position(&v));
-                    if let Some(pos) = pos {
-                        if item.get("status").and_then(Value::as_str) != Some("incomplete") {
-                            if let Some(args) = item.get("arguments").and_then(Value::as_str) {
-                                self.tools.set_text(pos, args);
-                            }
-                            self.tools.complete(pos, out);
+                    if let Some(pos) = pos
+                        && item.get("status").and_then(Value::as_str) != Some("incomplete")
+                    {
+                        if let Some(args) = item.get("arguments").and_then(Value::as_str) {
+                            self.tools.set_text(pos, args);
                         }
+                        self.tools.complete(pos, out);
                     }
                 }
             }

@@ -36,10 +36,10 @@ pub fn parse_partial(text: &str) -> Option<Value> {
         match c {
             b' ' | b'\t' | b'\n' | b'\r' | b':' => i += 1,
             b',' => {
-                if let Some(top) = stack.last_mut() {
-                    if *top == Frame::Value {
-                        *top = Frame::Key;
-                    }
+                if let Some(top) = stack.last_mut()
+                    && *top == Frame::Value
+                {
+                    *top = Frame::Key;
                 }
                 i += 1;
             }
@@ -134,10 +134,10 @@ fn close(mut out: String, stack: &[Frame]) -> Option<Value> {
 
 /// After a value inside an object, the next thing is a key.
 fn value_done(stack: &mut [Frame]) {
-    if let Some(top) = stack.last_mut() {
-        if *top == Frame::Value {
-            *top = Frame::Key;
-        }
+    if let Some(top) = stack.last_mut()
+        && *top == Frame::Value
+    {
+        *top = Frame::Key;
     }
 }
 

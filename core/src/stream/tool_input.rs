@@ -70,10 +70,10 @@ impl ToolInputs {
 
     /// Replaces the argument text with the provider's final word on it, when it gives one.
     pub fn set_text(&mut self, index: usize, text: &str) {
-        if let Some(c) = self.calls.get_mut(index) {
-            if !c.done {
-                c.text = text.to_string();
-            }
+        if let Some(c) = self.calls.get_mut(index)
+            && !c.done
+        {
+            c.text = text.to_string();
         }
     }
 

@@ -173,12 +173,12 @@ impl AnchorFile {
         }
         drop(file);
         std::fs::rename(&tmp, &self.path).map_err(io)?;
-        if self.sync {
-            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::File::open(dir)
-                    .and_then(|d| d.sync_all())
-                    .map_err(io)?;
-            }
+        if self.sync
+            && let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty())
+        {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io)?;
         }
         Ok(())
     }

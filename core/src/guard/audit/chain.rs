@@ -138,13 +138,13 @@ impl Chain {
         last: Option<(u64, String, String)>,
         key: Option<SealKey>,
     ) -> Result<Chain, String> {
-        if let Some((_, body, hash)) = &last {
-            if !body_checks(key.as_ref(), body, hash) {
-                return Err(match key {
+        if let Some((_, body, hash)) = &last
+            && !body_checks(key.as_ref(), body, hash)
+        {
+            return Err(match key {
                     Some(_) => "its last record was not sealed with this key (another key, no key, or the record was altered)".into(),
                     None => "its last record does not match its hash: it was sealed with a key (give the key) or altered".into(),
                 });
-            }
         }
         Ok(Chain::sealed_after(
             last.map(|(seq, _, hash)| (seq, hash)),
@@ -278,14 +278,15 @@ impl Verifier {
                 None => "the record's content does not match its hash: it was altered".into(),
             }));
         }
-        if let Some(a) = &self.anchor {
-            if a.records == record.seq && a.hash != record.hash {
-                return Err(broken(
-                    "the record is not the one the anchor holds for this place: the log \
+        if let Some(a) = &self.anchor
+            && a.records == record.seq
+            && a.hash != record.hash
+        {
+            return Err(broken(
+                "the record is not the one the anchor holds for this place: the log \
                      was cut back and written again"
-                        .into(),
-                ));
-            }
+                    .into(),
+            ));
         }
         self.expected.next_seq += 1;
         self.expected.last_hash = record.hash.clone();

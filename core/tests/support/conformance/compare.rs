@@ -130,13 +130,13 @@ pub fn timing(expect: &Expect, out: &BatchResult, problems: &mut Vec<String>) {
         let (Some(ra), Some(rb)) = (find(a, problems), find(b, problems)) else {
             continue;
         };
-        if let Some(sb) = started(&rb, &fact, problems) {
-            if sb < ra.finished_us {
-                problems.push(format!(
-                    "{fact}: {b:?} started at {sb} µs, before {a:?} finished at {} µs",
-                    ra.finished_us
-                ));
-            }
+        if let Some(sb) = started(&rb, &fact, problems)
+            && sb < ra.finished_us
+        {
+            problems.push(format!(
+                "{fact}: {b:?} started at {sb} µs, before {a:?} finished at {} µs",
+                ra.finished_us
+            ));
         }
     }
     for [a, b] in &expect.overlap {
@@ -171,12 +171,12 @@ pub fn timing(expect: &Expect, out: &BatchResult, problems: &mut Vec<String>) {
             ));
         }
     }
-    if let Some(ms) = expect.within_ms {
-        if out.duration_us > ms * 1000 {
-            problems.push(format!(
-                "the batch took {} µs, more than within_ms {ms}",
-                out.duration_us
-            ));
-        }
+    if let Some(ms) = expect.within_ms
+        && out.duration_us > ms * 1000
+    {
+        problems.push(format!(
+            "the batch took {} µs, more than within_ms {ms}",
+            out.duration_us
+        ));
     }
 }

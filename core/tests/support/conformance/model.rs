@@ -128,21 +128,21 @@ pub async fn run_agent(engine: Engine, caller: Caller, run: AgentRun, problems: 
     let out = agent.run(&mut state, &caller, None).await;
     let got = serde_json::to_value(&out).unwrap_or(Value::Null);
     let want = run.expect;
-    if let Some(status) = &want.status {
-        if &got["status"] != status {
-            problems.push(format!(
-                "agent.expect.status: got {}, expected {status}",
-                got["status"]
-            ));
-        }
+    if let Some(status) = &want.status
+        && &got["status"] != status
+    {
+        problems.push(format!(
+            "agent.expect.status: got {}, expected {status}",
+            got["status"]
+        ));
     }
-    if let Some(answer) = &want.answer {
-        if got["answer"] != *answer {
-            problems.push(format!(
-                "agent.expect.answer: got {}, expected {answer:?}",
-                got["answer"]
-            ));
-        }
+    if let Some(answer) = &want.answer
+        && got["answer"] != *answer
+    {
+        problems.push(format!(
+            "agent.expect.answer: got {}, expected {answer:?}",
+            got["answer"]
+        ));
     }
     if let Some(counters) = &want.counters {
         for (key, expected) in counters {
