@@ -4,7 +4,7 @@
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    Implementation,
+    ElicitationAction, Implementation,
 };
 use rmcp::service::{RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 use tooljig::mcp::{
     McpClient, McpClientOptions, McpHttpServer, McpServeOptions, McpServer, McpTarget,
 };
@@ -241,4 +242,420 @@ async fn http_both_ways_with_scopes_sessions_and_audit() {
     alice.cancel().await.unwrap();
     bob.close().await;
     server.stop().await;
+}
+
+/// An engine whose `send` always needs approval and whose `schedule` needs `when`; counts runs.
+fn asking_engine(sent: Arc<AtomicUsize>) -> Arc<Engine> {
+    let engine = Arc::new(Engine::new());
+    let object =
+        json!({"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]});
+    engine
+        .register(tool(
+            json!({"name": "send", "description": "Sends.", "input_schema": object,
+                   "policy": {"effect": "external", "risk": "high", "approval": {"required": "always"}}}),
+            move |a| {
+                sent.fetch_add(1, Ordering::SeqCst);
+                json!({"sent_to": a["to"]})
+            },
+        ))
+        .unwrap();
+    let schedule = json!({"type": "object", "properties": {
+        "with": {"type": "string"}, "when": {"type": "string", "description": "When, as a date"}
+    }, "required": ["with", "when"]});
+    engine
+        .register(tool(
+            json!({"name": "schedule", "description": "Schedules.", "input_schema": schedule}),
+            |a| json!({"scheduled": a}),
+        ))
+        .unwrap();
+    engine
+}
+
+fn answering(
+    answer: impl Fn(&ElicitRequestParams) -> ElicitResult + Send + Sync + 'static,
+) -> Asked {
+    Asked {
+        answer: Arc::new(answer),
+        asked: Arc::new(AtomicUsize::new(0)),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_and_missing_fields_are_asked_through_elicitation() {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let server = serve(asking_engine(sent.clone())).await;
+
+    let yes = answering(|_| {
+        ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true}))
+    });
+    let client = rmcp_client(server.url(), "bob-token", yes.clone()).await;
+    let out = client
+        .peer()
+        .call_tool(params("send", json!({"to": "ada"})))
+        .await
+        .unwrap();
+    assert_eq!(out.is_error, Some(false), "{out:?}");
+    assert_eq!(out.structured_content, Some(json!({"sent_to": "ada"})));
+    assert_eq!(
+        (
+            yes.asked.load(Ordering::SeqCst),
+            sent.load(Ordering::SeqCst)
+        ),
+        (1, 1)
+    );
+    client.cancel().await.unwrap();
+
+    let no = answering(|_| ElicitResult::new(ElicitationAction::Decline));
+    let client = rmcp_client(server.url(), "bob-token", no.clone()).await;
+    let out = client
+        .peer()
+        .call_tool(params("send", json!({"to": "eve"})))
+        .await
+        .unwrap();
+    assert_eq!(out.is_error, Some(true));
+    assert!(
+        out.content[0]
+            .as_text()
+            .unwrap()
+            .text
+            .contains("approval_rejected")
+    );
+    assert_eq!(sent.load(Ordering::SeqCst), 1, "a declined call never runs");
+    // The missing field is asked, then the call runs with it.
+    let out = client
+        .peer()
+        .call_tool(params("schedule", json!({"with": "aviad"})))
+        .await
+        .unwrap();
+    assert!(
+        out.content[0].as_text().unwrap().text.contains("needs"),
+        "declined: the needs envelope"
+    );
+    client.cancel().await.unwrap();
+    let fills = answering(|request| {
+        let text = serde_json::to_string(request).unwrap();
+        assert!(text.contains("\"when\""), "{text}");
+        ElicitResult::new(ElicitationAction::Accept).with_content(json!({"when": "tomorrow 12:00"}))
+    });
+    let client = rmcp_client(server.url(), "bob-token", fills).await;
+    let out = client
+        .peer()
+        .call_tool(params("schedule", json!({"with": "aviad"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.structured_content,
+        Some(json!({"scheduled": {"with": "aviad", "when": "tomorrow 12:00"}}))
+    );
+    client.cancel().await.unwrap();
+
+    // A client that cannot be asked gets the pending envelope to act on.
+    let plain = rmcp_client(server.url(), "bob-token", ()).await;
+    let out = plain
+        .peer()
+        .call_tool(params("send", json!({"to": "ada"})))
+        .await
+        .unwrap();
+    assert!(
+        out.content[0]
+            .as_text()
+            .unwrap()
+            .text
+            .contains("pending_approval")
+    );
+    assert_eq!(sent.load(Ordering::SeqCst), 1);
+    plain.cancel().await.unwrap();
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_idempotent_call_over_two_sessions_runs_once() {
+    let charged = Arc::new(AtomicUsize::new(0));
+    let engine = Arc::new(Engine::new());
+    let counter = charged.clone();
+    engine
+        .register(tool(
+            json!({"name": "charge", "description": "Charges.", "input_schema": {"type": "object"},
+                   "policy": {"idempotency": {"mode": "arguments"}}}),
+            move |_| json!({"charge": counter.fetch_add(1, Ordering::SeqCst) + 1}),
+        ))
+        .unwrap();
+    let server = serve(engine).await;
+    let one = rmcp_client(server.url(), "bob-token", ()).await;
+    let two = rmcp_client(server.url(), "bob-token", ()).await;
+    let a = one
+        .peer()
+        .call_tool(params("charge", json!({"cents": 500})))
+        .await
+        .unwrap();
+    let b = two
+        .peer()
+        .call_tool(params("charge", json!({"cents": 500})))
+        .await
+        .unwrap();
+    assert_eq!(a.structured_content, Some(json!({"charge": 1})));
+    assert_eq!(
+        b.structured_content, a.structured_content,
+        "replayed, not run again"
+    );
+    assert_eq!(charged.load(Ordering::SeqCst), 1);
+    one.cancel().await.unwrap();
+    two.cancel().await.unwrap();
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_http_requests_are_refused_and_the_server_lives() {
+    let audit = Arc::new(MemoryAudit::new());
+    let server = serve(served_engine(audit)).await;
+    let http = reqwest::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let post = |body: String, token: Option<&str>| {
+        let mut request = http
+            .post(server.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request
+    };
+    let status = |r: reqwest::Response| r.status().as_u16();
+    assert_eq!(
+        status(post(init.to_string(), None).send().await.unwrap()),
+        401
+    );
+    assert_eq!(
+        status(post(init.to_string(), Some("guess")).send().await.unwrap()),
+        401
+    );
+    let evil = post(init.to_string(), Some("bob-token")).header("origin", "http://evil.example");
+    assert_eq!(status(evil.send().await.unwrap()), 403);
+    let rebinding = post(init.to_string(), Some("bob-token")).header("host", "evil.example");
+    assert_eq!(status(rebinding.send().await.unwrap()), 403);
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"x":"{}"}}}}"#,
+        "a".repeat(10 << 20)
+    );
+    // Refused while it streams in: 413, or the connection closed before reqwest read the
+    // answer (the server stops reading at the limit).
+    if let Ok(answer) = post(huge, Some("bob-token")).send().await {
+        assert_eq!(status(answer), 413);
+    }
+    let garbage = post("{not json".into(), Some("bob-token"))
+        .send()
+        .await
+        .unwrap();
+    assert!((400..500).contains(&status(garbage)));
+    let unknown_method = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/dance", "params": {}});
+    let answered = post(unknown_method.to_string(), Some("bob-token"))
+        .send()
+        .await
+        .unwrap();
+    assert!(answered.status().as_u16() >= 400 || answered.text().await.unwrap().contains("error"));
+    // Still serving.
+    let client = rmcp_client(server.url(), "bob-token", ()).await;
+    let ok = client
+        .peer()
+        .call_tool(params("add", json!({"a": 1, "b": 1})))
+        .await
+        .unwrap();
+    assert_eq!(ok.structured_content, Some(json!({"sum": 2})));
+    client.cancel().await.unwrap();
+    server.stop().await;
+
+    // Beyond loopback only with an auth hook or tokens.
+    let open = McpServeOptions {
+        bind: "0.0.0.0:0".into(),
+        ..McpServeOptions::default()
+    };
+    let refused = McpServer::new(Arc::new(Engine::new()), open)
+        .serve_http()
+        .await;
+    assert!(
+        refused
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("needs an auth hook")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_follows_the_server_and_timeouts_cancel_on_the_server() {
+    let audit = Arc::new(MemoryAudit::new());
+    let served = served_engine(audit);
+    let cancelled = Arc::new(tokio::sync::Notify::new());
+    let seen = cancelled.clone();
+    served
+        .register(Tool::new(
+            ToolSpec::from_value(json!({"name": "slow", "description": "Sleeps.", "input_schema": {"type": "object"}})).unwrap(),
+            handler_fn(move |_args, ctx| {
+                // Cancelled means: the token fires, or the future is dropped.
+                let ended = Ended(seen.clone());
+                async move {
+                    ctx.cancel.cancelled().await;
+                    drop(ended);
+                    Ok(json!("cancelled"))
+                }
+            }),
+        ))
+        .unwrap();
+    let server = serve(served.clone()).await;
+    let local = Arc::new(Engine::new());
+    let options = McpClientOptions {
+        prefix: "r_".into(),
+        policy: serde_json::from_value(json!({"timeout_ms": 300})).unwrap(),
+        ..Default::default()
+    };
+    let client = McpClient::connect(http(server.url(), "bob-token"), options)
+        .await
+        .unwrap();
+    client.register(&local).await.unwrap();
+    let out = local
+        .run(
+            vec![Call::new("1", "r_slow", json!({}))],
+            Caller::default(),
+            BatchOptions::default(),
+        )
+        .await;
+    assert_eq!(out.results[0].envelope.code(), Some(ErrorCode::Timeout));
+    tokio::time::timeout(Duration::from_secs(5), cancelled.notified())
+        .await
+        .expect("the server's handler saw the cancellation");
+
+    // A tool registered on the server appears in the local registry.
+    served
+        .register(tool(
+            json!({"name": "late", "description": "Late.", "input_schema": {"type": "object"}}),
+            |_| json!(1),
+        ))
+        .unwrap();
+    let mut appeared = false;
+    for _ in 0..100 {
+        if local.specs().iter().any(|s| s.name == "r_late") {
+            appeared = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(appeared, "tools/list_changed refreshed the registry");
+    client.close().await;
+    server.stop().await;
+}
+
+/// Tells when it is dropped.
+struct Ended(Arc<tokio::sync::Notify>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+/// The example server (`examples/rust/mcp_server.rs`), built by `cargo test --all-targets`.
+fn example_server() -> std::path::PathBuf {
+    let deps = std::env::current_exe().unwrap();
+    let path = deps
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/mcp_server");
+    assert!(
+        path.exists(),
+        "{} is built by `cargo test --all-targets`",
+        path.display()
+    );
+    path
+}
+
+/// Pids of this process's children running `name`.
+fn children_named(name: &str) -> Vec<u32> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let parent = stat
+                .rsplit(')')
+                .next()
+                .and_then(|s| s.split_whitespace().nth(1));
+            parent == Some(me.as_str())
+                && std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .unwrap_or_default()
+                    .contains(name)
+        })
+        .collect()
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_that_dies_gives_retryable_errors_until_reconnected() {
+    let target = McpTarget::Command {
+        command: vec![example_server().display().to_string()],
+        env: BTreeMap::new(),
+        cwd: None,
+    };
+    let local = Arc::new(Engine::new());
+    let client = McpClient::connect(
+        target,
+        McpClientOptions {
+            prefix: "ex_".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    client.register(&local).await.unwrap();
+    let run = |tool: &str, args: Value| {
+        local.run(
+            vec![Call::new("1", tool, args)],
+            Caller::default(),
+            BatchOptions::default(),
+        )
+    };
+    let out = run("ex_echo", json!({"text": "hi"})).await;
+    let data = out.results[0].envelope.data().unwrap().clone();
+    assert_eq!(
+        (data["text"].as_str(), data["principal"].as_str()),
+        (Some("hi"), Some("local-user"))
+    );
+    assert!(
+        data["session"].is_string(),
+        "a stdio connection is a session too"
+    );
+
+    for pid in children_named("mcp_server") {
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+    }
+    let mut dead = None;
+    for _ in 0..50 {
+        let out = run("ex_add", json!({"a": 1, "b": 2})).await;
+        if !out.results[0].envelope.is_ok() {
+            dead = Some(out.results[0].envelope.clone());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let tooljig::Envelope::Error(e) = dead.expect("calls fail once the server died") else {
+        panic!()
+    };
+    assert_eq!(e.code, ErrorCode::Unavailable);
+    assert!(e.retryable);
+
+    client.reconnect().await.unwrap();
+    let out = run("ex_add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(out.results[0].envelope.data(), Some(&json!({"sum": 3})));
+    client.close().await;
+    assert!(
+        children_named("mcp_server").is_empty(),
+        "close stops the command"
+    );
 }
