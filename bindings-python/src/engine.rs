@@ -149,6 +149,38 @@ impl PyEngine {
         durable::start(py, self.inner.clone(), args)
     }
 
+    /// Serves the engine's tools over Streamable HTTP (options as `McpServeOptions` JSON;
+    /// `auth` is `(hook, is_async)`); returns the running server.
+    #[pyo3(signature = (options, auth=None))]
+    fn serve_mcp_http(
+        &self,
+        py: Python<'_>,
+        options: &Bound<'_, PyAny>,
+        auth: Option<(Py<PyAny>, bool)>,
+    ) -> PyResult<crate::mcp::PyMcpServer> {
+        crate::mcp::serve_http(py, self.inner.clone(), options, auth)
+    }
+
+    /// Serves the engine's tools over stdin and stdout; the future resolves when the client
+    /// disconnects.
+    fn serve_mcp_stdio<'py>(
+        &self,
+        py: Python<'py>,
+        options: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::mcp::serve_stdio(py, self.inner.clone(), options)
+    }
+
+    /// Connects to an MCP server and registers its tools: `(client, future of names)`.
+    fn mcp_connect<'py>(
+        &self,
+        py: Python<'py>,
+        target: &Bound<'py, PyAny>,
+        options: &Bound<'py, PyAny>,
+    ) -> PyResult<(crate::mcp::PyMcpClient, Bound<'py, PyAny>)> {
+        crate::mcp::connect(py, self.inner.clone(), target, options)
+    }
+
     /// Registers `invoke(input, ctx)` as the compensation of `tool`, run by a rollback with
     /// `{"arguments": ..., "result": ...}` of the call it undoes.
     fn compensate_with(&self, tool: String, invoke: Py<PyAny>, is_async: bool) {

@@ -21,6 +21,7 @@ pub mod error;
 pub mod events;
 pub mod handler;
 pub mod host;
+pub mod mcp;
 pub mod model;
 pub mod outcome;
 pub mod providers;
@@ -55,6 +56,8 @@ fn error_codes() -> Vec<&'static str> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::PyEngine>()?;
+    m.add_class::<mcp::PyMcpServer>()?;
+    m.add_class::<mcp::PyMcpClient>()?;
     m.add_class::<batch::PyBatch>()?;
     m.add_class::<results::PyCallResult>()?;
     m.add_class::<results::PyBatchResult>()?;

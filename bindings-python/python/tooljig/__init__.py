@@ -26,6 +26,7 @@ from tooljig.calls import Call
 from tooljig.codes import ErrorCode
 from tooljig.durable import MemoryStore, PostgresStore, RedisStore, SqliteStore
 from tooljig.engine import Engine, EventStream
+from tooljig.mcp import McpClient, McpServer
 from tooljig.errors import (
     DuplicateToolError,
     InvalidArguments,
@@ -48,6 +49,8 @@ from tooljig.stream import StreamParser, UiMessageStream
 __version__: str = _native.__version__
 
 __all__ = [
+    "McpClient",
+    "McpServer",
     "Agent",
     "AgentState",
     "HttpModel",

@@ -13,6 +13,8 @@ __all__ = [
     "ERROR_CODES",
     "Engine",
     "Event",
+    "McpClient",
+    "McpServer",
     "ToolContext",
     "__version__",
     "shutdown",
@@ -79,6 +81,15 @@ class Engine:
         is_async: bool,
     ) -> None: ...
     def specs(self) -> list[dict[str, Any]]: ...
+    def serve_mcp_http(
+        self,
+        options: Mapping[str, Any],
+        auth: tuple[Callable[[dict[str, Any]], Any], bool] | None = None,
+    ) -> McpServer: ...
+    def serve_mcp_stdio(self, options: Mapping[str, Any]) -> asyncio.Future[None]: ...
+    def mcp_connect(
+        self, target: Mapping[str, Any], options: Mapping[str, Any]
+    ) -> tuple[McpClient, asyncio.Future[list[str]]]: ...
     def start(
         self,
         calls: Sequence[Mapping[str, Any]],
@@ -86,6 +97,18 @@ class Engine:
         options: dict[str, Any] | None = None,
         events: bool = False,
     ) -> Batch: ...
+
+@final
+class McpServer:
+    @property
+    def url(self) -> str: ...
+    def stop(self) -> asyncio.Future[None]: ...
+    def stopped(self) -> asyncio.Future[None]: ...
+
+@final
+class McpClient:
+    def reconnect(self) -> asyncio.Future[None]: ...
+    def close(self) -> asyncio.Future[None]: ...
 
 @final
 class Batch:

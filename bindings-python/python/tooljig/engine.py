@@ -20,6 +20,7 @@ from tooljig._native_stream import NativeEventStream
 from tooljig.audit import AuditLog, JsonlAudit, MemoryAudit, PostgresAudit, SqliteAudit
 from tooljig.calls import Call
 from tooljig.durable import DurableRuns, MemoryStore, PostgresStore, RedisStore, SqliteStore, StateStore
+from tooljig.mcp import McpEndpoints
 from tooljig.errors import InvalidInputError
 from tooljig.policy import Retry
 from tooljig.schema import from_function, invoker_for_schema, is_async_callable, output_schema_of
@@ -36,7 +37,7 @@ CallerLike = Caller | Mapping[str, Any] | None
 _DEFAULT: Any = object()
 
 
-class Engine(DurableRuns):
+class Engine(DurableRuns, McpEndpoints):
     """Runs tool calls: parsed, repaired, validated, run in dependency order and in parallel,
     each ending as an envelope.
 

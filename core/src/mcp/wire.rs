@@ -98,8 +98,8 @@ pub fn spec_of(tool: &Tool, prefix: &str, mut policy: Policy, trusted: bool) -> 
 
 /// What a server's result is to the engine: `isError` is the server's own failure
 /// (`external_api_error`, its text as the message); otherwise `structuredContent` when given
-/// (checked against the tool's output schema in step 10), else the text, else the content
-/// blocks as they came.
+/// (checked against the tool's output schema in step 10), else the text (parsed when it is
+/// JSON, as servers often answer), else the content blocks as they came.
 pub fn outcome(result: CallToolResult) -> HandlerResult {
     let text = || -> Option<String> {
         let texts: Option<Vec<&str>> = result
@@ -120,7 +120,7 @@ pub fn outcome(result: CallToolResult) -> HandlerResult {
         return Ok(structured);
     }
     match text() {
-        Some(text) => Ok(Value::String(text)),
+        Some(text) => Ok(serde_json::from_str(&text).unwrap_or(Value::String(text))),
         None => serde_json::to_value(&result.content).map_err(HandlerError::unexpected),
     }
 }
@@ -152,7 +152,9 @@ mod tests {
         assert_eq!(outcome(ok).unwrap(), json!({"sum": 3}));
         let scalar = result(&Envelope::Ok(json!(3)));
         assert_eq!(scalar.structured_content, None);
-        assert_eq!(outcome(scalar).unwrap(), json!(r#"{"ok":true,"data":3}"#));
+        assert_eq!(outcome(scalar).unwrap(), json!({"ok": true, "data": 3}));
+        let prose = CallToolResult::success(vec![ContentBlock::text("it is 3")]);
+        assert_eq!(outcome(prose).unwrap(), json!("it is 3"));
         let refused = result(&Envelope::error(ErrorCode::ScopesMissing, "needs admin"));
         assert_eq!(refused.is_error, Some(true));
         let Err(HandlerError::Tool(e)) = outcome(refused) else {

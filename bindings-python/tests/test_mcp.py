@@ -1,0 +1,169 @@
+"""MCP both ways from Python, against the official Python SDK (`mcp`): its client calls
+tooljig's server (guardrails, elicitation for approvals, the auth hook), and tooljig's client
+runs its server's tools under the engine's policy."""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+import tooljig
+
+HERE = Path(__file__).parent
+
+
+def served_engine(sent: list[str]) -> tooljig.Engine:
+    engine = tooljig.Engine()
+
+    @engine.tool(effect="read")
+    def add(a: int, b: int) -> dict[str, int]:
+        """Adds two integers."""
+        return {"sum": a + b}
+
+    @engine.tool(scopes=["admin"])
+    def reset() -> str:
+        """Resets everything."""
+        return "reset"
+
+    @engine.tool(effect="external", risk="high", approval={"required": "always"})
+    async def send(to: str) -> dict[str, str]:
+        """Sends a message."""
+        sent.append(to)
+        return {"sent_to": to}
+
+    return engine
+
+
+async def session_call(url: str, token: str, work: Any, elicit: Any = None) -> Any:
+    http = create_mcp_http_client(headers={"authorization": f"Bearer {token}"})
+    async with http, streamable_http_client(url, http_client=http) as (read, write, *_):
+        async with ClientSession(read, write, elicitation_callback=elicit) as session:
+            await session.initialize()
+            return await work(session)
+
+
+async def test_the_python_sdk_client_calls_tooljigs_server_under_its_guardrails() -> None:
+    sent: list[str] = []
+    engine = served_engine(sent)
+    server = engine.serve_mcp(
+        tokens={"ada-token": {"principal": "ada"}, "root-token": {"principal": "root", "scopes": ["admin"]}}
+    )
+    try:
+
+        async def look(session: ClientSession) -> Any:
+            tools = await session.list_tools()
+            added = await session.call_tool("add", {"a": 2, "b": 3})
+            reset = await session.call_tool("reset", {})
+            return [t.name for t in tools.tools], added, reset
+
+        names, added, reset = await session_call(server.url, "ada-token", look)
+        assert sorted(names) == ["add", "send"], "the admin tool is not offered to ada"
+        assert added.is_error is False and added.structured_content == {"sum": 5}
+        assert reset.is_error is True and "scopes_missing" in reset.content[0].text
+
+        async def admin(session: ClientSession) -> Any:
+            return [t.name for t in (await session.list_tools()).tools]
+
+        assert sorted(await session_call(server.url, "root-token", admin)) == ["add", "reset", "send"]
+
+        async def approve(context: Any, params: Any) -> types.ElicitResult:
+            assert "send" in params.message
+            return types.ElicitResult(action="accept", content={"approve": True})
+
+        async def decline(context: Any, params: Any) -> types.ElicitResult:
+            return types.ElicitResult(action="decline")
+
+        async def send(session: ClientSession) -> Any:
+            return await session.call_tool("send", {"to": "grace"})
+
+        approved = await session_call(server.url, "ada-token", send, approve)
+        assert approved.is_error is False and approved.structured_content == {"sent_to": "grace"}
+        declined = await session_call(server.url, "ada-token", send, decline)
+        assert declined.is_error is True and "approval_rejected" in declined.content[0].text
+        assert sent == ["grace"], "the declined call never ran"
+    finally:
+        await server.stop()
+
+
+async def test_an_auth_hook_in_python_decides_who_calls() -> None:
+    engine = tooljig.Engine()
+
+    @engine.tool()
+    def whoami(ctx: tooljig.ToolContext) -> dict[str, Any]:
+        """Who calls."""
+        return {"principal": ctx.caller.principal, "session": ctx.caller.session}
+
+    seen: list[dict[str, Any]] = []
+
+    async def auth(request: dict[str, Any]) -> dict[str, Any]:
+        seen.append(request)
+        user = request["headers"].get("x-user")
+        if user is None:
+            raise PermissionError("who are you?")
+        return {"principal": user}
+
+    server = engine.serve_mcp(auth=auth)
+    try:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).encode()
+        request = urllib.request.Request(
+            server.url, body, {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        )
+        import asyncio
+
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            await asyncio.to_thread(urllib.request.urlopen, request)
+        assert refused.value.code == 401
+        assert "who are you?" in refused.value.read().decode()
+
+        async def call(session: ClientSession) -> Any:
+            return await session.call_tool("whoami", {})
+
+        http = create_mcp_http_client(headers={"x-user": "lin"})
+        async with http, streamable_http_client(server.url, http_client=http) as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                out = await call(session)
+        assert out.structured_content["principal"] == "lin"
+        assert out.structured_content["session"], "the MCP session is the caller's session"
+        assert any(r["headers"].get("x-user") == "lin" for r in seen)
+    finally:
+        await server.stop()
+
+
+async def test_tooljigs_client_runs_a_python_sdk_servers_tools_under_its_policy() -> None:
+    engine = tooljig.Engine()
+    client = await engine.connect_mcp(
+        [sys.executable, str(HERE / "support" / "mcp_py_server.py")],
+        prefix="py_",
+        tools={"shout": {"scopes": ["loud"]}},
+    )
+    try:
+        assert sorted(client.tools) == ["py_multiply", "py_shout"]
+        out = await engine.run(
+            [
+                {"id": "1", "tool": "py_multiply", "arguments": {"a": 6, "b": 7}},
+                {"id": "2", "tool": "py_shout", "arguments": {"text": "hi"}},
+                {"id": "3", "tool": "py_multiply", "arguments": {"a": "six", "b": 7}},
+            ]
+        )
+        assert out[0].envelope["ok"] is True
+        assert json.dumps(out[0].envelope["data"]).find("42") >= 0
+        assert out[1].envelope["error"]["code"] == "scopes_missing", "the app's policy applies"
+        assert out[2].envelope["error"]["code"] == "invalid_arguments", "checked before it leaves"
+        loud = await engine.run([{"tool": "py_shout", "arguments": {"text": "hi"}}], caller={"scopes": ["loud"]})
+        assert "HI" in json.dumps(loud[0].envelope["data"])
+    finally:
+        await client.close()
+    after = await engine.run([{"tool": "py_multiply", "arguments": {"a": 1, "b": 1}}])
+    assert after[0].envelope["error"]["code"] == "unavailable"
+    assert after[0].envelope["error"]["retryable"] is True
