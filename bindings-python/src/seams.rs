@@ -155,21 +155,6 @@ impl ApprovalPredicate for PyApprovalPredicate {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn resolutions_read_from_values() {
-        assert_eq!(
-            resolution(json!({"status": "found", "value": "u1"})).unwrap(),
-            Resolution::Found { value: json!("u1") }
-        );
-        assert!(resolution(json!("u1")).is_err());
-    }
-}
-
 /// The MCP server's auth hook: `auth(request)` gets `{method, path, headers}` (header names
 /// lowercased) and returns the caller (a dict or a `Caller`); raising refuses the request,
 /// the exception's message going back with the 401.
@@ -207,5 +192,20 @@ impl McpAuth for PyMcpAuth {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn resolutions_read_from_values() {
+        assert_eq!(
+            resolution(json!({"status": "found", "value": "u1"})).unwrap(),
+            Resolution::Found { value: json!("u1") }
+        );
+        assert!(resolution(json!("u1")).is_err());
     }
 }
