@@ -153,6 +153,21 @@ export declare class NativeEngine {
    * compensation of `tool`; it receives `{arguments, result}`.
    */
   compensateWith(tool: string, handler: number): void
+  /**
+   * Serves the engine's tools over Streamable HTTP; `auth` is the index of the auth hook
+   * in the JS layer's table. Returns once it listens.
+   */
+  serveMcpHttp(options?: any | undefined | null, auth?: number | undefined | null): NativeMcpServer
+  /**
+   * Serves the engine's tools over stdin and stdout; resolves (`{value: null}` or
+   * `{error}`) when the client disconnects.
+   */
+  serveMcpStdio(options?: any | undefined | null): Promise<string>
+  /**
+   * A client of the MCP server `target` (`{url, headers}` or `{command, env, cwd}`), not
+   * yet connected: `connect()` connects and registers its tools into this engine.
+   */
+  mcpClient(target: any, options?: any | undefined | null): NativeMcpClient
 }
 export type JsEngine = NativeEngine
 
@@ -169,6 +184,28 @@ export declare class NativeFallback {
   build(threshold?: number | undefined | null, cooldownMs?: number | undefined | null): NativeModel
 }
 export type JsFallback = NativeFallback
+
+/** A connection to an MCP server whose tools an engine runs. */
+export declare class NativeMcpClient {
+  /** Connects and registers the tools; resolves with `{value: names}` or `{error}`. */
+  connect(): Promise<string>
+  /** Connects again, after the server died or restarted (`{value: null}` or `{error}`). */
+  reconnect(): Promise<string>
+  /** Closes the connection; the tools answer `unavailable` until reconnected. */
+  close(): Promise<void>
+}
+export type JsMcpClient = NativeMcpClient
+
+/** A running Streamable HTTP server. */
+export declare class NativeMcpServer {
+  /** The endpoint's URL. */
+  get url(): string
+  /** Stops the server: no new requests, every session ended. */
+  stop(): void
+  /** Resolves once the server stopped. */
+  stopped(): Promise<void>
+}
+export type JsMcpServer = NativeMcpServer
 
 /** A model the agent can call. */
 export declare class NativeModel {

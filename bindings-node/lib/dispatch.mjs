@@ -104,6 +104,8 @@ export class Dispatcher {
   resolvers = []
   /** The engine's approval predicate, if any. */
   predicate = null
+  /** Auth hooks of the engine's MCP servers, by the index the native engine knows them by. */
+  mcpAuths = []
   /** Calls in flight by token; a token missing here was timed out or cancelled. */
   live = new Map()
   outbox = []
@@ -136,7 +138,8 @@ export class Dispatcher {
         this.#start(token, entry, args, ctx)
       }
       for (const [token, kind, index, request] of asks) {
-        const fn = kind === 'hook' ? this.hook : kind === 'predicate' ? this.predicate : this.resolvers[index]
+        const fn =
+          kind === 'hook' ? this.hook : kind === 'predicate' ? this.predicate : kind === 'mcp_auth' ? this.mcpAuths[index] : this.resolvers[index]
         this.live.set(token, null)
         this.#start(token, { execute: fn, parse: null }, request, undefined)
       }

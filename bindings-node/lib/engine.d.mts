@@ -197,6 +197,39 @@ export class Engine {
      */
     pendingExternal(runId: string): Promise<ExternalCall[]>;
     /**
+     * Serves this engine's tools over MCP's Streamable HTTP (docs/mcp.md). `tools/list` shows
+     * what the caller may use; `tools/call` runs the whole path of one call; approvals and
+     * missing fields are asked through elicitation when the client can. Who calls: `auth`
+     * (request → caller), or `tokens` (bearer token → caller), or on loopback only `caller`.
+     * @param {import('./mcp.mjs').McpServeOptions} [options]
+     * @returns {McpServer}
+     */
+    serveMcp(options?: import("./mcp.mjs").McpServeOptions): McpServer;
+    /**
+     * Serves this engine's tools to the client that started this process, over stdin and
+     * stdout, until it disconnects. Calls run for `options.caller`; nothing else may write to
+     * stdout meanwhile.
+     * @param {Omit<import('./mcp.mjs').McpServeOptions, 'auth' | 'tokens' | 'bind' | 'path'>} [options]
+     * @returns {Promise<void>}
+     */
+    serveMcpStdio(options?: Omit<import("./mcp.mjs").McpServeOptions, "auth" | "tokens" | "bind" | "path">): Promise<void>;
+    /**
+     * Connects to an MCP server (a Streamable HTTP URL, or a command speaking stdio) and
+     * registers its tools into this engine, each as `prefix + name` under `policy`, so every
+     * guardrail applies. Calls that cannot reach the server end `unavailable` (retryable).
+     * @param {string | string[] | {url: string, headers?: Record<string, string>} | {command: string[], env?: Record<string, string>, cwd?: string}} server
+     * @param {import('./mcp.mjs').McpClientOptions} [options]
+     * @returns {Promise<McpClient>}
+     */
+    connectMcp(server: string | string[] | {
+        url: string;
+        headers?: Record<string, string>;
+    } | {
+        command: string[];
+        env?: Record<string, string>;
+        cwd?: string;
+    }, options?: import("./mcp.mjs").McpClientOptions): Promise<McpClient>;
+    /**
      * Resumes a suspended run (in this process or any other sharing its store); resolves with every call's result.
      * @param {string} runId
      * @returns {Promise<BatchResult>}
@@ -256,6 +289,8 @@ import type { ApprovalRecord } from './types.mjs';
 import type { Preference } from './types.mjs';
 import type { Envelope } from './types.mjs';
 import type { ExternalCall } from './types.mjs';
+import { McpServer } from './mcp.mjs';
+import { McpClient } from './mcp.mjs';
 import type { RunRecord } from './types.mjs';
 import type { RollbackReport } from './types.mjs';
 import type { EngineOptions } from './types.mjs';

@@ -4,6 +4,7 @@ import { RegistrationError, ToolError } from './errors.mjs'
 import { NativeCancel, NativeEngine } from './native.mjs'
 import { isStandardSchema, standardParser, toJsonSchema } from './schema.mjs'
 import { checkDefinition } from './tool.mjs'
+import { McpClient, McpServer, mcpTarget } from './mcp.mjs'
 /** @import { ApprovalRecord, AuditQuery, AuditRecord, BatchResult, BatchStream, Call, Caller, Decision, EngineOptions, Envelope, Execute, ExternalCall, Policy, Preference, RollbackReport, RunOptions, RunRecord, Settings, Tool, ToolSpec } from './types.mjs' */
 
 /**
@@ -443,6 +444,50 @@ export class Engine {
    */
   async pendingExternal(runId) {
     return settled(await this.#native.pendingExternal(String(runId)))
+  }
+
+  /**
+   * Serves this engine's tools over MCP's Streamable HTTP (docs/mcp.md). `tools/list` shows
+   * what the caller may use; `tools/call` runs the whole path of one call; approvals and
+   * missing fields are asked through elicitation when the client can. Who calls: `auth`
+   * (request → caller), or `tokens` (bearer token → caller), or on loopback only `caller`.
+   * @param {import('./mcp.mjs').McpServeOptions} [options]
+   * @returns {McpServer}
+   */
+  serveMcp(options = undefined) {
+    const { auth, ...rest } = options ?? {}
+    let index = null
+    if (auth !== undefined && auth !== null) {
+      if (typeof auth !== 'function') throw new TypeError('options.auth must be a function')
+      index = this.#dispatcher.mcpAuths.push(auth) - 1
+    }
+    return new McpServer(this.#native.serveMcpHttp(rest, index))
+  }
+
+  /**
+   * Serves this engine's tools to the client that started this process, over stdin and
+   * stdout, until it disconnects. Calls run for `options.caller`; nothing else may write to
+   * stdout meanwhile.
+   * @param {Omit<import('./mcp.mjs').McpServeOptions, 'auth' | 'tokens' | 'bind' | 'path'>} [options]
+   * @returns {Promise<void>}
+   */
+  async serveMcpStdio(options = undefined) {
+    settled(await this.#native.serveMcpStdio(options ?? null))
+  }
+
+  /**
+   * Connects to an MCP server (a Streamable HTTP URL, or a command speaking stdio) and
+   * registers its tools into this engine, each as `prefix + name` under `policy`, so every
+   * guardrail applies. Calls that cannot reach the server end `unavailable` (retryable).
+   * @param {string | string[] | {url: string, headers?: Record<string, string>} | {command: string[], env?: Record<string, string>, cwd?: string}} server
+   * @param {import('./mcp.mjs').McpClientOptions} [options]
+   * @returns {Promise<McpClient>}
+   */
+  async connectMcp(server, options = undefined) {
+    const { headers, env, cwd, ...rest } = options ?? {}
+    const native = this.#native.mcpClient(mcpTarget(server, { headers, env, cwd }), rest)
+    const tools = settled(await native.connect())
+    return new McpClient(native, tools, settled)
   }
 
   /**

@@ -71,6 +71,7 @@ export type Mode = import("./types.mjs").Mode;
 export type AgentOptions = import("./types.mjs").AgentOptions;
 export type AgentRun = import("./types.mjs").AgentRun;
 export type AgentRunOptions = import("./types.mjs").AgentRunOptions;
+export { McpClient, McpServer } from "./mcp.mjs";
 export { ErrorCodes, InvalidArguments, Needs, RegistrationError, ToolError, needs } from "./errors.mjs";
 export { JsonProtocol, ModelTurn, PROVIDERS, Provider, ProviderError, toStrict } from "./providers.mjs";
 export { StreamParser, UiMessageStream, parseStream, pipeUiMessageStream, toUiMessageStream, uiMessageStreamResponse } from "./stream.mjs";

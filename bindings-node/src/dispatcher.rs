@@ -67,6 +67,8 @@ pub enum AppFunction {
     Resolver(u32),
     /// The engine's approval predicate.
     ApprovalPredicate,
+    /// The auth hook at this index of the JS layer's MCP auth table.
+    McpAuth(u32),
 }
 
 #[derive(Default)]
@@ -107,8 +109,8 @@ struct Drained<'a> {
         usize,
         Option<&'a str>,
     )>,
-    /// `[token, "hook", 0, request]`, `[token, "resolver", index, request]` or
-    /// `[token, "predicate", 0, request]` per ask.
+    /// `[token, "hook", 0, request]`, `[token, "resolver", index, request]`,
+    /// `[token, "predicate", 0, request]` or `[token, "mcp_auth", index, request]` per ask.
     asks: Vec<(u64, &'static str, u32, &'a Value)>,
     /// Tokens whose signal must fire.
     aborts: Vec<u64>,
@@ -170,6 +172,7 @@ impl Shared {
                 AppFunction::PolicyHook => (a.token, "hook", 0, &a.request),
                 AppFunction::Resolver(i) => (a.token, "resolver", i, &a.request),
                 AppFunction::ApprovalPredicate => (a.token, "predicate", 0, &a.request),
+                AppFunction::McpAuth(i) => (a.token, "mcp_auth", i, &a.request),
             })
             .collect();
         let drained = Drained {

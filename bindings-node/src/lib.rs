@@ -39,6 +39,7 @@ mod events;
 #[cfg(feature = "bench")]
 mod floor;
 mod handler;
+mod mcp;
 mod model;
 mod outcome;
 mod providers;

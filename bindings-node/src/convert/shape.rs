@@ -68,6 +68,18 @@ pub const RUN_RECORD: Shape = &[
 pub const PREFERENCE: Shape = &[""];
 /// A client-side call awaiting its result.
 pub const EXTERNAL_CALL: Shape = &[""];
+/// The options of an MCP server (`tokens` map tokens to callers, whose keys are one word).
+pub const MCP_SERVER_OPTIONS: Shape = &[""];
+/// The options of an MCP client; each of `tools`' policies is renamed as [`MCP_POLICY`].
+pub const MCP_CLIENT_OPTIONS: Shape = &[
+    "",
+    "policy",
+    "policy/retry",
+    "policy/approval",
+    "policy/idempotency",
+];
+/// One tool's policy in an MCP client's `tools`.
+pub const MCP_POLICY: Shape = &["", "retry", "approval", "idempotency"];
 /// What the policy hook and the resolvers are asked.
 pub const SEAM_REQUEST: Shape = &["", "caller"];
 

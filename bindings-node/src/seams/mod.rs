@@ -1,11 +1,13 @@
 //! The core's seams over the app's JavaScript functions: the policy hook, resolvers of
-//! hidden arguments and the approval predicate. Each asks the JS layer through the
+//! hidden arguments, the approval predicate and the MCP server's auth hook. Each asks the JS layer through the
 //! dispatcher, with the host it is given, and fails closed when the function misbehaves.
 
 pub mod approval_predicate;
+pub mod mcp_auth;
 pub mod policy_hook;
 pub mod resolver;
 
 pub use approval_predicate::JsApprovalPredicate;
+pub use mcp_auth::JsMcpAuth;
 pub use policy_hook::JsPolicyHook;
 pub use resolver::JsResolver;
