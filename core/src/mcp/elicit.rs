@@ -87,7 +87,11 @@ pub async fn fields(
     let schema = json!({"type": "object", "properties": asked, "required": fields});
     let message = format!("{} needs: {}", spec.name, fields.join(", "));
     match ask(peer, message, schema, cancel).await? {
-        (ElicitationAction::Accept, Some(Value::Object(values))) => Some(values),
+        // Only what was asked, and all of it: anything else the client sent is dropped.
+        (ElicitationAction::Accept, Some(Value::Object(mut values))) => fields
+            .iter()
+            .map(|f| Some((f.clone(), values.remove(f)?)))
+            .collect(),
         _ => None,
     }
 }
