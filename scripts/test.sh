@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the project: Rust core, Python package, Node package, UI stream check,
+# the MCP conformance suite,
 # and the fuzz targets for a bounded time.
 # Each part installs what it needs (venv, maturin, npm packages) on first run.
 set -euo pipefail
@@ -27,7 +28,7 @@ run() {
 
 run "rust" cargo test -p tooljig --all-targets --no-fail-fast
 run "rust-doc" cargo test -p tooljig --doc
-for part in bindings-python bindings-node tests/ui-stream; do
+for part in bindings-python bindings-node tests/ui-stream tests/mcp-conformance; do
   if [ -f "$part/run-tests.sh" ]; then
     run "$part" bash "$part/run-tests.sh"
   else

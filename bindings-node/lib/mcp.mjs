@@ -16,7 +16,7 @@
  * @property {boolean} [elicitation] Ask the user for approvals and missing fields when the client can (true).
  * @property {number} [deadlineMs] Wall-time budget of one `tools/call`.
  * @property {string[]} [allowedHosts] `Host` values accepted besides loopback names.
- * @property {string[]} [allowedOrigins] Browser origins allowed (none by default).
+ * @property {string[]} [allowedOrigins] Browser origins allowed besides this machine's own (localhost, 127.0.0.1, [::1]).
  * @property {number} [maxBodyBytes] Largest request body read (4 MiB); larger ones get 413.
  */
 

@@ -17,7 +17,9 @@ use crate::error_code::ErrorCode;
 use crate::handler::{BoxFuture, Handler, HandlerError, HandlerResult, ToolContext};
 use crate::spec::ToolSpec;
 use crate::tool::Tool;
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
 use rmcp::{ClientHandler, ServiceExt};
 use serde::Deserialize;
@@ -326,10 +328,13 @@ struct Listener {
 
 impl ClientHandler for Listener {
     fn get_info(&self) -> ClientConfig {
+        // The newest version that still has `initialize` (2026-07-28 has none), which every
+        // server written since late 2025 speaks.
         ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("tooljig", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -35,8 +35,9 @@ pub struct McpServeOptions {
     pub path: String,
     /// HTTP: `Host` values accepted besides loopback names (DNS rebinding protection).
     pub allowed_hosts: Vec<String>,
-    /// HTTP: browser origins allowed (`"https://app.example.com:443"`, `"http://localhost:*"`).
-    /// A request carrying any other `Origin` is refused; none are allowed by default.
+    /// HTTP: browser origins allowed besides this machine's own (`http://localhost:*`,
+    /// `http://127.0.0.1:*`, `http://[::1]:*`), e.g. `"https://app.example.com:443"`. A request
+    /// carrying any other `Origin` is refused (DNS rebinding protection).
     pub allowed_origins: Vec<String>,
     /// HTTP: the largest request body read, in bytes; larger ones get `413`.
     pub max_body_bytes: usize,

@@ -138,9 +138,17 @@ impl McpServer {
             hosts.push(addr.ip().to_string());
         }
         hosts.extend(options.allowed_hosts.iter().cloned());
+        // Pages served from this machine may call; a site rebound to 127.0.0.1 keeps its own
+        // origin, and is refused.
+        let mut origins = vec![
+            "http://localhost:*".to_string(),
+            "http://127.0.0.1:*".into(),
+            "http://[::1]:*".into(),
+        ];
+        origins.extend(options.allowed_origins.iter().cloned());
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
-            .with_allowed_origins(options.allowed_origins.clone())
+            .with_allowed_origins(origins)
             .enforce_origin_validation()
             .with_max_request_body_bytes(options.max_body_bytes)
             .with_cancellation_token(stop.child_token());
