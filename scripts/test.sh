@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the project: Rust core, Python package, Node package, UI stream check,
-# the MCP conformance suite,
-# and the fuzz targets for a bounded time.
+# the MCP conformance suite, and the fuzz targets for a bounded time.
 # Each part installs what it needs (venv, maturin, npm packages) on first run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -59,7 +59,7 @@ fn engine() -> Result<Engine, Box<dyn std::error::Error>> {
                    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
                    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
                    "additionalProperties": false}}),
-        |a| Ok(a),
+        Ok,
     ))?;
     Ok(engine)
 }
