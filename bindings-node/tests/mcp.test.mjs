@@ -132,3 +132,25 @@ test('tooljig’s client runs a TypeScript SDK server’s tools under its policy
   assert.equal(after.envelope.error.code, 'unavailable')
   assert.equal(after.envelope.error.retryable, true)
 })
+
+const example = join(here, '..', '..', 'examples', 'node', 'mcp_server.mjs')
+
+test('the example serves and calls both ways', async () => {
+  const { spawnSync } = await import('node:child_process')
+  const r = spawnSync(process.execPath, [example], { encoding: 'utf8', timeout: 30_000 })
+  assert.equal(r.status, 0, r.stderr)
+  const [ada, bob] = r.stdout.trim().split('\n')
+  assert.match(ada, /^ada-token \["remote_add","remote_find_customer"\] .*"foundBy":"ada"/)
+  assert.equal(bob, 'bob-token ["remote_add"] [{"ok":true,"data":{"sum":5}}]')
+})
+
+test('a Node engine served over stdio is reached by tooljig’s client', async () => {
+  const engine = new Engine()
+  const client = await engine.connectMcp([process.execPath, example, '--stdio'], { prefix: 'ex_' })
+  try {
+    const { results } = await engine.run([{ tool: 'ex_find_customer', arguments: { name: 'Acme' } }])
+    assert.deepEqual(results[0].envelope, { ok: true, data: { name: 'Acme', foundBy: 'local-user' } })
+  } finally {
+    await client.close()
+  }
+})

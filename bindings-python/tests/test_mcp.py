@@ -167,3 +167,26 @@ async def test_tooljigs_client_runs_a_python_sdk_servers_tools_under_its_policy(
     after = await engine.run([{"tool": "py_multiply", "arguments": {"a": 1, "b": 1}}])
     assert after[0].envelope["error"]["code"] == "unavailable"
     assert after[0].envelope["error"]["retryable"] is True
+
+
+EXAMPLE = HERE.parents[1] / "examples" / "python" / "mcp_server.py"
+
+
+def test_the_example_serves_and_calls_both_ways() -> None:
+    import subprocess
+
+    r = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    ada, bob = r.stdout.splitlines()
+    assert ada.startswith("ada-token ['remote_add', 'remote_find_customer']") and '"found_by": "ada"' in ada
+    assert bob == "bob-token ['remote_add'] [{\"ok\": true, \"data\": {\"sum\": 5}}]"
+
+
+async def test_a_python_engine_served_over_stdio_is_reached_by_tooljigs_client() -> None:
+    engine = tooljig.Engine()
+    client = await engine.connect_mcp([sys.executable, str(EXAMPLE), "--stdio"], prefix="ex_")
+    try:
+        out = await engine.run([{"tool": "ex_find_customer", "arguments": {"name": "Acme"}}])
+        assert out[0].envelope == {"ok": True, "data": {"name": "Acme", "found_by": "local-user"}}
+    finally:
+        await client.close()
