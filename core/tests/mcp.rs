@@ -2,6 +2,8 @@
 //! tooljig's client, guardrails applied on each side, hostile HTTP requests, a server that
 //! dies, and a registry that changes.
 
+mod example_binary;
+
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation,
@@ -557,19 +559,7 @@ impl Drop for Ended {
 
 /// The example server (`examples/rust/mcp_server.rs`), built by `cargo test --all-targets`.
 fn example_server() -> std::path::PathBuf {
-    let deps = std::env::current_exe().unwrap();
-    let path = deps
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/mcp_server");
-    assert!(
-        path.exists(),
-        "{} is built by `cargo test --all-targets`",
-        path.display()
-    );
-    path
+    example_binary::path("mcp_server")
 }
 
 /// Pids of this process's children running `name`.
@@ -658,4 +648,34 @@ async fn a_stdio_server_that_dies_gives_retryable_errors_until_reconnected() {
         children_named("mcp_server").is_empty(),
         "close stops the command"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_sends_garbage_or_nothing_fails_to_connect_in_time() {
+    let started = std::time::Instant::now();
+    for script in [
+        "echo 'this is not json'; echo '{\"jsonrpc\": 1}'; sleep 30",
+        "sleep 30",
+        "exit 3",
+    ] {
+        let target = McpTarget::Command {
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            env: BTreeMap::new(),
+            cwd: None,
+        };
+        let options = McpClientOptions {
+            connect_timeout_ms: 1000,
+            ..Default::default()
+        };
+        let failed =
+            tokio::time::timeout(Duration::from_secs(20), McpClient::connect(target, options))
+                .await
+                .expect("connect gives up by itself");
+        let message = failed.err().expect("no MCP server there").to_string();
+        assert!(
+            message.contains("did not initialize"),
+            "{script}: {message}"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
 }

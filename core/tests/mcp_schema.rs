@@ -6,6 +6,7 @@
 //! change); the client is run against the example server with its stdin copied to a file.
 
 mod corpora;
+mod example_binary;
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -189,18 +190,7 @@ async fn what_the_client_sends_is_valid_mcp() {
     let Some(schema) = Schema::load() else { return };
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("sent.jsonl");
-    let exe = std::env::current_exe().unwrap();
-    let server = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/mcp_server");
-    assert!(
-        server.exists(),
-        "{} is built by `cargo test --all-targets`",
-        server.display()
-    );
+    let server = example_binary::path("mcp_server");
     // The client's every byte is copied to `log` on its way to the server.
     let script = format!("tee -a '{}' | '{}'", log.display(), server.display());
     let target = McpTarget::Command {

@@ -104,33 +104,44 @@ impl McpClient {
         let listener = Listener {
             client: Arc::downgrade(self),
         };
-        let service = match &self.target {
-            McpTarget::Command { command, env, cwd } => {
-                let Some((program, args)) = command.split_first() else {
-                    return Err(McpError::new("an MCP server command cannot be empty"));
-                };
-                let mut cmd = tokio::process::Command::new(program);
-                cmd.args(args).envs(env);
-                if let Some(cwd) = cwd {
-                    cmd.current_dir(cwd);
+        let connecting = async {
+            match &self.target {
+                McpTarget::Command { command, env, cwd } => {
+                    let Some((program, args)) = command.split_first() else {
+                        return Err(McpError::new("an MCP server command cannot be empty"));
+                    };
+                    let mut cmd = tokio::process::Command::new(program);
+                    cmd.args(args).envs(env);
+                    if let Some(cwd) = cwd {
+                        cmd.current_dir(cwd);
+                    }
+                    let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+                        .stderr(std::process::Stdio::inherit())
+                        .spawn()
+                        .map_err(|e| McpError::new(format!("cannot start {program}: {e}")))?;
+                    listener.serve(transport).await.map_err(initialize_failed)
                 }
-                let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::inherit())
-                    .spawn()
-                    .map_err(|e| McpError::new(format!("cannot start {program}: {e}")))?;
-                listener.serve(transport).await
-            }
-            McpTarget::Http { url, headers } => {
-                if rustls::crypto::CryptoProvider::get_default().is_none() {
-                    // Lost a race with another thread installing one: theirs serves as well.
-                    let _ = rustls::crypto::ring::default_provider().install_default();
+                McpTarget::Http { url, headers } => {
+                    if rustls::crypto::CryptoProvider::get_default().is_none() {
+                        // Lost a race with another thread installing one: theirs serves as well.
+                        let _ = rustls::crypto::ring::default_provider().install_default();
+                    }
+                    let config = http_config(url, headers, &self.options)?;
+                    let transport =
+                        rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                    listener.serve(transport).await.map_err(initialize_failed)
                 }
-                let config = http_config(url, headers, &self.options)?;
-                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                listener.serve(transport).await
             }
-        }
-        .map_err(|e| McpError::new(format!("MCP server did not initialize: {e}")))?;
+        };
+        let limit = std::time::Duration::from_millis(self.options.connect_timeout_ms);
+        let service = tokio::time::timeout(limit, connecting)
+            .await
+            .map_err(|_| {
+                McpError::new(format!(
+                    "MCP server did not initialize within {} ms",
+                    self.options.connect_timeout_ms
+                ))
+            })??;
         *lock(&self.peer) = Some(service.peer().clone());
         *running = Some(service);
         Ok(())
@@ -269,6 +280,10 @@ impl McpClient {
             )))),
         }
     }
+}
+
+fn initialize_failed(e: impl std::fmt::Display) -> McpError {
+    McpError::new(format!("MCP server did not initialize: {e}"))
 }
 
 fn unavailable(message: &str) -> ToolError {

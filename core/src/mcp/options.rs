@@ -77,7 +77,6 @@ impl McpServeOptions {
 /// How an MCP server's tools are registered into an engine.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-#[derive(Default)]
 pub struct McpClientOptions {
     /// Put before each tool's name (`"files_"` makes `read` into `files_read`), so two
     /// servers' tools cannot collide. Names are made safe for every provider.
@@ -94,6 +93,23 @@ pub struct McpClientOptions {
     pub trusted: bool,
     /// Largest JSON response accepted from an HTTP server, in bytes.
     pub max_response_bytes: Option<usize>,
+    /// How long connecting (and initializing) may take, in milliseconds (10 s by default): a
+    /// command that never speaks MCP, or prints something else, fails instead of hanging.
+    pub connect_timeout_ms: u64,
+}
+
+impl Default for McpClientOptions {
+    fn default() -> Self {
+        McpClientOptions {
+            prefix: String::new(),
+            policy: Policy::default(),
+            tools: BTreeMap::new(),
+            include: None,
+            trusted: false,
+            max_response_bytes: None,
+            connect_timeout_ms: 10_000,
+        }
+    }
 }
 
 impl McpClientOptions {
