@@ -20,7 +20,7 @@ export function mcpTarget(server: string | string[] | object, options: McpClient
  * @property {boolean} [elicitation] Ask the user for approvals and missing fields when the client can (true).
  * @property {number} [deadlineMs] Wall-time budget of one `tools/call`.
  * @property {string[]} [allowedHosts] `Host` values accepted besides loopback names.
- * @property {string[]} [allowedOrigins] Browser origins allowed (none by default).
+ * @property {string[]} [allowedOrigins] Browser origins allowed besides this machine's own (localhost, 127.0.0.1, [::1]).
  * @property {number} [maxBodyBytes] Largest request body read (4 MiB); larger ones get 413.
  */
 /**
@@ -34,6 +34,7 @@ export function mcpTarget(server: string | string[] | object, options: McpClient
  * @property {string[]} [include] Only these tools (the server's names).
  * @property {boolean} [trusted] Take the server's annotations as the policy's defaults.
  * @property {number} [maxResponseBytes] Largest JSON response accepted from an HTTP server.
+ * @property {number} [connectTimeoutMs] How long connecting may take (10 s).
  */
 /** A running Streamable HTTP server: `engine.serveMcp()`. Stop it to let Node exit. */
 export class McpServer {
@@ -127,7 +128,7 @@ export type McpServeOptions = {
      */
     allowedHosts?: string[];
     /**
-     * Browser origins allowed (none by default).
+     * Browser origins allowed besides this machine's own (localhost, 127.0.0.1, [::1]).
      */
     allowedOrigins?: string[];
     /**
@@ -172,4 +173,8 @@ export type McpClientOptions = {
      * Largest JSON response accepted from an HTTP server.
      */
     maxResponseBytes?: number;
+    /**
+     * How long connecting may take (10 s).
+     */
+    connectTimeoutMs?: number;
 };

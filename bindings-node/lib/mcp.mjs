@@ -31,6 +31,7 @@
  * @property {string[]} [include] Only these tools (the server's names).
  * @property {boolean} [trusted] Take the server's annotations as the policy's defaults.
  * @property {number} [maxResponseBytes] Largest JSON response accepted from an HTTP server.
+ * @property {number} [connectTimeoutMs] How long connecting may take (10 s).
  */
 
 /** A running Streamable HTTP server: `engine.serveMcp()`. Stop it to let Node exit. */

@@ -154,3 +154,11 @@ test('a Node engine served over stdio is reached by tooljig’s client', async (
     await client.close()
   }
 })
+
+test('a command that is no MCP server fails to connect clearly', async () => {
+  const engine = new Engine()
+  await assert.rejects(
+    engine.connectMcp([process.execPath, '-e', 'console.log("hello"); setTimeout(() => {}, 30000)'], { connectTimeoutMs: 500 }),
+    (e) => e.code === 'unavailable' && /did not initialize/.test(e.message),
+  )
+})

@@ -190,3 +190,11 @@ async def test_a_python_engine_served_over_stdio_is_reached_by_tooljigs_client()
         assert out[0].envelope == {"ok": True, "data": {"name": "Acme", "found_by": "local-user"}}
     finally:
         await client.close()
+
+
+async def test_a_command_that_is_no_mcp_server_fails_to_connect_clearly() -> None:
+    engine = tooljig.Engine()
+    with pytest.raises(tooljig.ToolError) as refused:
+        await engine.connect_mcp([sys.executable, "-c", "print('hello'); import time; time.sleep(30)"], connect_timeout_ms=500)
+    assert refused.value.code == "unavailable"
+    assert "did not initialize" in str(refused.value)

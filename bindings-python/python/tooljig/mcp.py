@@ -183,6 +183,7 @@ class McpEndpoints:
         tools: Mapping[str, Mapping[str, Any]] | None = None,
         include: Iterable[str] | None = None,
         trusted: bool = False,
+        connect_timeout_ms: int | None = None,
     ) -> McpClient:
         """Connects to an MCP server and registers its tools into this engine.
 
@@ -191,6 +192,7 @@ class McpEndpoints:
         registered as ``prefix + name`` with ``policy`` (or its own in ``tools``), so every
         guardrail applies; ``trusted=True`` takes the server's annotations as the policy's
         defaults. Calls that cannot reach the server end ``unavailable`` (retryable).
+        Connecting gives up after ``connect_timeout_ms`` (10 s).
         """
         if isinstance(server, str):
             target: dict[str, Any] = {"url": server, "headers": dict(headers or {})}
@@ -207,5 +209,7 @@ class McpEndpoints:
             options["tools"] = {k: dict(v) for k, v in tools.items()}
         if include is not None:
             options["include"] = list(include)
+        if connect_timeout_ms is not None:
+            options["connect_timeout_ms"] = connect_timeout_ms
         native, names = self._native.mcp_connect(target, options)
         return McpClient(native, list(await names))
