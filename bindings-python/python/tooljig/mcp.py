@@ -28,20 +28,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tooljig import _native
-from tooljig._native import Caller
+from tooljig.durable import CallerLike, _caller
 from tooljig.errors import InvalidInputError
 from tooljig.schema import is_async_callable
-
-CallerLike = Caller | Mapping[str, Any] | None
-
-
-def _caller(caller: CallerLike) -> dict[str, Any]:
-    if caller is None:
-        return {}
-    if isinstance(caller, Caller):
-        fields: dict[str, Any] = caller.to_dict()
-        return fields
-    return dict(caller)
 
 
 class McpServer:
