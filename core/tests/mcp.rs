@@ -679,3 +679,43 @@ async fn a_server_that_sends_garbage_or_nothing_fails_to_connect_in_time() {
     }
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_mid_call_leaves_nothing_hanging() {
+    let engine = Arc::new(Engine::new());
+    let ended = Arc::new(tokio::sync::Notify::new());
+    let seen = ended.clone();
+    engine
+        .register(Tool::new(
+            ToolSpec::from_value(json!({"name": "slow", "description": "Waits.",
+                "input_schema": {"type": "object"}, "policy": {"timeout_ms": 500}}))
+            .unwrap(),
+            handler_fn(move |_args, ctx| {
+                let ended = Ended(seen.clone());
+                async move {
+                    ctx.cancel.cancelled().await;
+                    drop(ended);
+                    Ok(json!("cancelled"))
+                }
+            }),
+        ))
+        .unwrap();
+    let server = serve(engine).await;
+    let client = rmcp_client(server.url(), "bob-token", ()).await;
+    let peer = client.peer().clone();
+    let call = tokio::spawn(async move { peer.call_tool(params("slow", json!({}))).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The client goes away mid-call. A Streamable HTTP session outlives its connections (the
+    // client may come back for the result with Last-Event-ID), so the call runs on and ends by
+    // its own timeout; the idle session is dropped after rmcp's keep-alive (5 minutes).
+    client.cancel().await.unwrap();
+    call.abort();
+    tokio::time::timeout(Duration::from_secs(5), ended.notified())
+        .await
+        .expect("the call of a client that went away ended (by its timeout)");
+    // And keeps serving others.
+    let other = rmcp_client(server.url(), "bob-token", ()).await;
+    assert_eq!(other.peer().list_all_tools().await.unwrap().len(), 1);
+    other.cancel().await.unwrap();
+    server.stop().await;
+}
