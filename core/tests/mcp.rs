@@ -410,7 +410,11 @@ async fn a_duplicate_idempotent_call_over_two_sessions_runs_once() {
 async fn hostile_http_requests_are_refused_and_the_server_lives() {
     let audit = Arc::new(MemoryAudit::new());
     let server = serve(served_engine(audit)).await;
-    let http = reqwest::Client::new();
+    // No pooled connections: the one a refused 10 MB body was cut off on is not reused.
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let post = |body: String, token: Option<&str>| {
