@@ -9,9 +9,15 @@
 //! runs the whole path of one call: bearer-token auth per HTTP request, the caller's scopes,
 //! schema validation, a rate limit, audit to memory, the envelope as the result.
 //!
-//! Run with `cargo bench -p tooljig --bench mcp`; figures go to `BENCHMARKS.md`.
+//! The servers take turns in short slices, so drift of the shared host weighs on each alike.
+//! Run with `cargo bench -p tooljig --bench mcp` (`TOOLJIG_BENCH_MCP=http` or `=pipe` runs one
+//! part, with one client, for a profiler); figures go to `BENCHMARKS.md`.
 
 mod support;
+
+// The allocator of the Python and Node packages, for both servers alike.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
@@ -30,8 +36,10 @@ use std::time::{Duration, Instant};
 use tooljig::mcp::{McpServeOptions, McpServer};
 use tooljig::*;
 
-const WARMUP: Duration = Duration::from_millis(500);
-const MEASURE: Duration = Duration::from_secs(3);
+const WARMUP: Duration = Duration::from_millis(300);
+/// Each server is measured in `ROUNDS` slices of `SLICE`, the servers taking turns.
+const SLICE: Duration = Duration::from_millis(500);
+const ROUNDS: usize = 6;
 
 /// The bare rmcp server: one no-op tool.
 #[derive(Clone)]
@@ -62,12 +70,29 @@ impl ServerHandler for Bare {
     }
 }
 
+/// An engine with the no-op tool and nothing else: what the MCP layer costs by itself.
+fn plain_engine() -> Arc<Engine> {
+    let engine = Arc::new(Engine::new());
+    let spec = ToolSpec::from_value(json!({
+        "name": "noop", "description": "Does nothing.",
+        "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}
+    }))
+    .expect("a spec");
+    engine
+        .register(Tool::new(
+            spec,
+            handler_fn(|_args, _ctx| async { Ok(json!({})) }),
+        ))
+        .expect("registers");
+    engine
+}
+
 fn guarded_engine() -> Arc<Engine> {
     let engine = Arc::new(Engine::new().with_audit(Arc::new(MemoryAudit::new())));
     let spec = ToolSpec::from_value(json!({
         "name": "noop", "description": "Does nothing.",
         "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
-        "policy": {"scopes": ["bench"], "rate_limits": [{"per": "principal", "limit": 1000000000, "window_ms": 1000}]}
+        "policy": {"scopes": ["bench"], "rate_limits": [{"max": 1000000000, "per_ms": 1000, "scope": "principal"}]}
     }))
     .expect("a spec");
     engine
@@ -114,25 +139,20 @@ fn call() -> CallToolRequestParams {
     CallToolRequestParams::new("noop").with_arguments(Map::from_iter([("n".into(), json!(1))]))
 }
 
-/// Runs `clients` loops of calls over `peers` (one per loop) for `MEASURE` after `WARMUP`.
-async fn measure(peers: Vec<rmcp::Peer<RoleClient>>) -> (f64, Duration, Duration) {
-    let start = Instant::now();
+/// Calls in a loop on each peer for `span`; the latencies of the calls.
+async fn run_for(peers: &[rmcp::Peer<RoleClient>], span: Duration) -> Vec<Duration> {
+    let end = Instant::now() + span;
     let tasks: Vec<_> = peers
-        .into_iter()
+        .iter()
+        .cloned()
         .map(|peer| {
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
-                loop {
+                while Instant::now() < end {
                     let t0 = Instant::now();
                     let out = peer.call_tool(call()).await.expect("answers");
                     assert_ne!(out.is_error, Some(true), "{out:?}");
-                    let now = Instant::now();
-                    if now - start > WARMUP + MEASURE {
-                        break;
-                    }
-                    if now - start > WARMUP {
-                        latencies.push(now - t0);
-                    }
+                    latencies.push(t0.elapsed());
                 }
                 latencies
             })
@@ -142,13 +162,31 @@ async fn measure(peers: Vec<rmcp::Peer<RoleClient>>) -> (f64, Duration, Duration
     for task in tasks {
         all.extend(task.await.expect("a loop"));
     }
-    all.sort();
-    let pct = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)];
-    (
-        all.len() as f64 / MEASURE.as_secs_f64(),
-        pct(0.5),
-        pct(0.99),
-    )
+    all
+}
+
+/// Measures each group of peers (one loop per peer) in interleaved slices, so that drift of
+/// the shared host over the run weighs on every server alike: calls/s, p50, p99 per group.
+async fn measure(groups: &[Vec<rmcp::Peer<RoleClient>>]) -> Vec<(f64, Duration, Duration)> {
+    for peers in groups {
+        run_for(peers, WARMUP).await;
+    }
+    let mut latencies = vec![Vec::new(); groups.len()];
+    for round in 0..ROUNDS {
+        for k in 0..groups.len() {
+            let g = (round + k) % groups.len();
+            latencies[g].extend(run_for(&groups[g], SLICE).await);
+        }
+    }
+    let measured = SLICE.as_secs_f64() * ROUNDS as f64;
+    latencies
+        .into_iter()
+        .map(|mut all| {
+            all.sort();
+            let pct = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)];
+            (all.len() as f64 / measured, pct(0.5), pct(0.99))
+        })
+        .collect()
 }
 
 fn row(
@@ -171,51 +209,50 @@ fn row(
 
 async fn http(clients: usize) {
     let (bare_url, bare_stop) = serve_bare().await;
+    let bench = Caller {
+        principal: Some("bench".into()),
+        scopes: vec!["bench".into()],
+        ..Caller::default()
+    };
     let options = McpServeOptions {
-        tokens: HashMap::from([(
-            "bench-token".into(),
-            Caller {
-                principal: Some("bench".into()),
-                scopes: vec!["bench".into()],
-                ..Caller::default()
-            },
-        )]),
+        tokens: HashMap::from([("bench-token".into(), bench)]),
         ..McpServeOptions::default()
     };
-    let ours = McpServer::new(guarded_engine(), options)
-        .serve_http()
-        .await
-        .expect("serves");
-    let mut bare_peers = Vec::new();
-    let mut our_peers = Vec::new();
+    let guarded = McpServer::new(guarded_engine(), options);
+    let guarded = guarded.serve_http().await.expect("serves");
+    let plain = McpServer::new(plain_engine(), McpServeOptions::default());
+    let plain = plain.serve_http().await.expect("serves");
+    let mut peers = [Vec::new(), Vec::new(), Vec::new()];
     let mut keep = Vec::new();
     for _ in 0..clients {
-        let b = http_client(&bare_url).await;
-        let o = http_client(ours.url()).await;
-        bare_peers.push(b.peer().clone());
-        our_peers.push(o.peer().clone());
-        keep.push((b, o));
+        for (i, url) in [bare_url.as_str(), plain.url(), guarded.url()]
+            .into_iter()
+            .enumerate()
+        {
+            let client = http_client(url).await;
+            peers[i].push(client.peer().clone());
+            keep.push(client);
+        }
     }
-    let base = row(
-        "Streamable HTTP",
-        "bare rmcp",
-        clients,
-        measure(bare_peers).await,
-        None,
-    );
+    let [bare, unguarded, guarded_peers] = measure(&peers).await[..] else {
+        unreachable!("three groups")
+    };
+    let http = "Streamable HTTP";
+    let base = row(http, "bare rmcp", clients, bare, None);
     row(
-        "Streamable HTTP",
-        "tooljig, guarded",
+        http,
+        "tooljig, no guardrails",
         clients,
-        measure(our_peers).await,
+        unguarded,
         Some(base),
     );
-    for (b, o) in keep {
-        let _ = b.cancel().await;
-        let _ = o.cancel().await;
+    row(http, "tooljig, guarded", clients, guarded_peers, Some(base));
+    for client in keep {
+        let _ = client.cancel().await;
     }
     bare_stop.cancel();
-    ours.stop().await;
+    guarded.stop().await;
+    plain.stop().await;
 }
 
 /// One connection over an in-process pipe (what stdio is, minus the process), `inflight`
@@ -230,7 +267,6 @@ async fn pipe(inflight: usize) {
     });
     let (r, w) = tokio::io::split(client_side);
     let bare = ().serve((r, w)).await.expect("connects");
-
     let options = McpServeOptions {
         caller: Caller {
             principal: Some("bench".into()),
@@ -239,31 +275,31 @@ async fn pipe(inflight: usize) {
         },
         ..McpServeOptions::default()
     };
-    let server = McpServer::new(guarded_engine(), options);
+    let unguarded = serve_pipe(McpServer::new(plain_engine(), options.clone())).await;
+    let guarded = serve_pipe(McpServer::new(guarded_engine(), options)).await;
+    let pipe = "stdio (pipe)";
+    let peers = |c: &RunningService<RoleClient, ()>| vec![c.peer().clone(); inflight];
+    let groups = [peers(&bare), peers(&unguarded), peers(&guarded)];
+    let [b, u, g] = measure(&groups).await[..] else {
+        unreachable!("three groups")
+    };
+    let base = row(pipe, "bare rmcp", inflight, b, None);
+    row(pipe, "tooljig, no guardrails", inflight, u, Some(base));
+    row(pipe, "tooljig, guarded", inflight, g, Some(base));
+    for client in [bare, unguarded, guarded] {
+        let _ = client.cancel().await;
+    }
+}
+
+/// A client of `server` over an in-process pipe.
+async fn serve_pipe(server: McpServer) -> RunningService<RoleClient, ()> {
     let (client_side, server_side) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
         let (r, w) = tokio::io::split(server_side);
         let _ = server.serve_io(r, w).await;
     });
     let (r, w) = tokio::io::split(client_side);
-    let ours = ().serve((r, w)).await.expect("connects");
-
-    let base = row(
-        "stdio (pipe)",
-        "bare rmcp",
-        inflight,
-        measure(vec![bare.peer().clone(); inflight]).await,
-        None,
-    );
-    row(
-        "stdio (pipe)",
-        "tooljig, guarded",
-        inflight,
-        measure(vec![ours.peer().clone(); inflight]).await,
-        Some(base),
-    );
-    let _ = bare.cancel().await;
-    let _ = ours.cancel().await;
+    ().serve((r, w)).await.expect("connects")
 }
 
 fn main() {
@@ -275,7 +311,15 @@ fn main() {
     let rt = support::runtime();
     println!("| transport | server | clients / in flight | calls/s | p50 µs | p99 µs | of bare |");
     println!("|---|---|---|---|---|---|---|");
+    // `TOOLJIG_BENCH_MCP=http` or `=pipe` runs one part (for a profiler).
+    let only = std::env::var("TOOLJIG_BENCH_MCP").unwrap_or_default();
     rt.block_on(async {
+        if only == "pipe" {
+            return pipe(1).await;
+        }
+        if only == "http" {
+            return http(1).await;
+        }
         for clients in [1, 32] {
             http(clients).await;
         }

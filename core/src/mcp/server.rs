@@ -163,13 +163,14 @@ impl McpServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        let gate = Arc::new(Gate {
-            auth,
-            host: self.shared.host.clone(),
-        });
-        let router = axum::Router::new()
-            .route_service(&options.path, service)
-            .layer(axum::middleware::from_fn_with_state(gate, authenticate));
+        let mut router = axum::Router::new().route_service(&options.path, service);
+        if auth.is_some() {
+            let gate = Arc::new(Gate {
+                auth,
+                host: self.shared.host.clone(),
+            });
+            router = router.layer(axum::middleware::from_fn_with_state(gate, authenticate));
+        }
         let shutdown = stop.clone();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, router)
