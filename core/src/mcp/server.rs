@@ -313,7 +313,8 @@ impl Session {
         let caller = self.caller(context);
         let ask = self.shared.options.elicitation && elicit::supported(&context.peer);
         let id = format!("mcp-{}", context.id);
-        for round in 0..=NEEDS_ROUNDS {
+        let mut asked = 0;
+        loop {
             let call = Call::new(id.clone(), tool, arguments.clone());
             let out = engine
                 .run(vec![call], caller.clone(), self.batch_options(context))
@@ -340,7 +341,7 @@ impl Session {
                 .get(tool)
                 .map(|t| t.spec.clone());
             let answered = match spec {
-                Some(spec) if round < NEEDS_ROUNDS => {
+                Some(spec) if asked < NEEDS_ROUNDS => {
                     elicit::fields(&context.peer, &spec, fields, &context.ct).await
                 }
                 _ => None,
@@ -349,8 +350,8 @@ impl Session {
                 return result.envelope;
             };
             args.extend(answered);
+            asked += 1;
         }
-        Envelope::error(crate::ErrorCode::InternalError, "unreachable")
     }
 
     /// Asks the user to decide a pending call, records the decision as theirs, and resumes
