@@ -72,36 +72,29 @@ impl ServerHandler for Bare {
 
 /// An engine with the no-op tool and nothing else: what the MCP layer costs by itself.
 fn plain_engine() -> Arc<Engine> {
-    let engine = Arc::new(Engine::new());
-    let spec = ToolSpec::from_value(json!({
-        "name": "noop", "description": "Does nothing.",
-        "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}
-    }))
-    .expect("a spec");
-    engine
-        .register(Tool::new(
-            spec,
-            handler_fn(|_args, _ctx| async { Ok(json!({})) }),
-        ))
-        .expect("registers");
-    engine
+    noop_in(Engine::new(), json!({}))
 }
 
+/// The no-op tool behind every guardrail a call can pass: auth is the server's part.
 fn guarded_engine() -> Arc<Engine> {
-    let engine = Arc::new(Engine::new().with_audit(Arc::new(MemoryAudit::new())));
+    let audited = Engine::new().with_audit(Arc::new(MemoryAudit::new()));
+    let limit = json!({"max": 1_000_000_000u64, "per_ms": 1000, "scope": "principal"});
+    noop_in(
+        audited,
+        json!({"scopes": ["bench"], "rate_limits": [limit]}),
+    )
+}
+
+fn noop_in(engine: Engine, policy: serde_json::Value) -> Arc<Engine> {
     let spec = ToolSpec::from_value(json!({
         "name": "noop", "description": "Does nothing.",
         "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
-        "policy": {"scopes": ["bench"], "rate_limits": [{"max": 1000000000, "per_ms": 1000, "scope": "principal"}]}
+        "policy": policy
     }))
     .expect("a spec");
-    engine
-        .register(Tool::new(
-            spec,
-            handler_fn(|_args, _ctx| async { Ok(json!({})) }),
-        ))
-        .expect("registers");
-    engine
+    let noop = handler_fn(|_args, _ctx| async { Ok(json!({})) });
+    engine.register(Tool::new(spec, noop)).expect("registers");
+    Arc::new(engine)
 }
 
 /// Serves `Bare` over Streamable HTTP the way tooljig serves (axum, local sessions).

@@ -494,20 +494,8 @@ async fn the_registry_follows_the_server_and_timeouts_cancel_on_the_server() {
     let audit = Arc::new(MemoryAudit::new());
     let served = served_engine(audit);
     let cancelled = Arc::new(tokio::sync::Notify::new());
-    let seen = cancelled.clone();
     served
-        .register(Tool::new(
-            ToolSpec::from_value(json!({"name": "slow", "description": "Sleeps.", "input_schema": {"type": "object"}})).unwrap(),
-            handler_fn(move |_args, ctx| {
-                // Cancelled means: the token fires, or the future is dropped.
-                let ended = Ended(seen.clone());
-                async move {
-                    ctx.cancel.cancelled().await;
-                    drop(ended);
-                    Ok(json!("cancelled"))
-                }
-            }),
-        ))
+        .register(slow_tool(cancelled.clone(), json!({})))
         .unwrap();
     let server = serve(served.clone()).await;
     let local = Arc::new(Engine::new());
@@ -550,6 +538,23 @@ async fn the_registry_follows_the_server_and_timeouts_cancel_on_the_server() {
     assert!(appeared, "tools/list_changed refreshed the registry");
     client.close().await;
     server.stop().await;
+}
+
+/// `slow` waits for its cancellation; `ended` is told when its call ended (the token fired,
+/// or the future was dropped).
+fn slow_tool(ended: Arc<tokio::sync::Notify>, policy: Value) -> Tool {
+    let spec = json!({"name": "slow", "description": "Waits.", "input_schema": {"type": "object"}, "policy": policy});
+    Tool::new(
+        ToolSpec::from_value(spec).unwrap(),
+        handler_fn(move |_args, ctx| {
+            let ended = Ended(ended.clone());
+            async move {
+                ctx.cancel.cancelled().await;
+                drop(ended);
+                Ok(json!("cancelled"))
+            }
+        }),
+    )
 }
 
 /// Tells when it is dropped.
@@ -688,21 +693,8 @@ async fn a_server_that_sends_garbage_or_nothing_fails_to_connect_in_time() {
 async fn a_client_that_disconnects_mid_call_leaves_nothing_hanging() {
     let engine = Arc::new(Engine::new());
     let ended = Arc::new(tokio::sync::Notify::new());
-    let seen = ended.clone();
     engine
-        .register(Tool::new(
-            ToolSpec::from_value(json!({"name": "slow", "description": "Waits.",
-                "input_schema": {"type": "object"}, "policy": {"timeout_ms": 500}}))
-            .unwrap(),
-            handler_fn(move |_args, ctx| {
-                let ended = Ended(seen.clone());
-                async move {
-                    ctx.cancel.cancelled().await;
-                    drop(ended);
-                    Ok(json!("cancelled"))
-                }
-            }),
-        ))
+        .register(slow_tool(ended.clone(), json!({"timeout_ms": 500})))
         .unwrap();
     let server = serve(engine).await;
     let client = rmcp_client(server.url(), "bob-token", ()).await;
