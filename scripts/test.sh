@@ -25,7 +25,7 @@ run() {
   fi
 }
 
-run "rust" cargo test -p tooljig --all-targets --no-fail-fast
+run "rust" cargo test -p tooljig -p tooljig-cli --all-targets --no-fail-fast
 run "rust-doc" cargo test -p tooljig --doc
 for part in bindings-python bindings-node tests/ui-stream tests/mcp-conformance; do
   if [ -f "$part/run-tests.sh" ]; then

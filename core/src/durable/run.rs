@@ -409,6 +409,23 @@ pub async fn get(store: &dyn StateStore, run_id: &str) -> Result<Option<RunRecor
         .map_err(store_refusal)
 }
 
+/// The stored runs, newest first, at most `limit`, of the first 100,000 stored (a run record
+/// that no longer reads is skipped: listing is for operators, who can open the rest by id).
+pub async fn list(store: &dyn StateStore, limit: usize) -> Result<Vec<RunRecord>, ToolError> {
+    // Keys are random ids, so every run is read (up to a bound) and the newest kept.
+    let rows = store
+        .list(Namespace::Run, "", 100_000)
+        .await
+        .map_err(store_refusal)?;
+    let mut runs: Vec<RunRecord> = rows
+        .into_iter()
+        .filter_map(|(_, row)| serde_json::from_value(row.value).ok())
+        .collect();
+    runs.sort_by_key(|r| std::cmp::Reverse(r.created_at_ms));
+    runs.truncate(limit);
+    Ok(runs)
+}
+
 /// After the first pass of a batch: see [`persist`], then the lease is given up. A store
 /// failure leaves the results as they are, without a run id (the run cannot be resumed),
 /// and is logged.

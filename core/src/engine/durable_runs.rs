@@ -304,6 +304,11 @@ impl Engine {
         run::get(self.durable.store.as_ref(), run_id).await
     }
 
+    /// The stored runs, newest first, at most `limit`: the operator's list.
+    pub async fn runs(&self, limit: usize) -> Result<Vec<RunRecord>, ToolError> {
+        run::list(self.durable.store.as_ref(), limit).await
+    }
+
     /// Registers a handler that undoes calls of `tool`; it receives
     /// `{"arguments": <the call's arguments>, "result": <its data>}`.
     pub fn compensate_with(&self, tool: impl Into<String>, handler: Arc<dyn Handler>) {

@@ -1,0 +1,222 @@
+//! The `tooljig` command against a SQLite store and audit log seeded by a real run: each
+//! command's success and failure, exit codes, and `--json` parsed.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Command, Output};
+use tooljig::{BatchOptions, Call, Caller, Engine, EngineOptions, Tool, ToolSpec, handler_fn};
+
+fn tooljig(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tooljig"))
+        .args(args)
+        .env(
+            "TOOLJIG_STORE",
+            format!("sqlite://{}", dir.join("store.db").display()),
+        )
+        .env(
+            "TOOLJIG_AUDIT",
+            format!("jsonl://{}", dir.join("audit.jsonl").display()),
+        )
+        .env_remove("TOOLJIG_SEAL_KEY")
+        .output()
+        .expect("the binary runs")
+}
+
+fn ok_json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+/// One line on stderr, exit code 1.
+fn failed(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("tooljig: error: "), "{err}");
+    err
+}
+
+fn engine(dir: &Path, sent: std::sync::Arc<std::sync::Mutex<Vec<Value>>>) -> Engine {
+    let engine = EngineOptions::from_value(json!({
+        "state_store": format!("sqlite://{}", dir.join("store.db").display()),
+        "audit": format!("jsonl://{}", dir.join("audit.jsonl").display()),
+    }))
+    .and_then(EngineOptions::build)
+    .unwrap();
+    let spec = ToolSpec::from_value(json!({
+        "name": "send_email", "description": "Sends.",
+        "input_schema": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]},
+        "policy": {"effect": "external", "risk": "high", "approval": {"required": "always"}}
+    }))
+    .unwrap();
+    engine
+        .register(Tool::new(
+            spec,
+            handler_fn(move |args, _ctx| {
+                let sent = sent.clone();
+                async move {
+                    sent.lock().unwrap().push(args.clone());
+                    Ok(json!({"sent": args["to"]}))
+                }
+            }),
+        ))
+        .unwrap();
+    engine
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_decides_from_the_command_line_and_the_run_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let sent = std::sync::Arc::default();
+    let app = engine(dir.path(), std::sync::Arc::clone(&sent));
+    let calls = vec![
+        Call::new("a", "send_email", json!({"to": "ada@example.com"})),
+        Call::new("b", "send_email", json!({"to": "eve@example.com"})),
+    ];
+    let out = app
+        .run(calls, Caller::principal("alice"), BatchOptions::default())
+        .await;
+    let run_id = out.run_id.clone().expect("the run suspended");
+
+    let pending = ok_json(&tooljig(dir.path(), &["pending", "--json"]));
+    let pending = pending.as_array().unwrap();
+    assert_eq!(pending.len(), 2);
+    let id_of = |to: &str| {
+        let r = pending.iter().find(|r| r["arguments"]["to"] == to).unwrap();
+        (
+            r["id"].as_str().unwrap().to_string(),
+            r["arguments_hash"].as_str().unwrap().to_string(),
+        )
+    };
+    let (ada, ada_hash) = id_of("ada@example.com");
+    let (eve, _) = id_of("eve@example.com");
+    let table = tooljig(dir.path(), &["pending"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.starts_with("ID") && text.contains("send_email") && text.contains("alice"),
+        "{text}"
+    );
+
+    // Only the principal who asked may confirm, and only the arguments they saw.
+    assert!(
+        failed(&tooljig(dir.path(), &["approve", &ada, "--as", "mallory"]))
+            .contains("not_an_approver")
+    );
+    failed(&tooljig(
+        dir.path(),
+        &["approve", &ada, "--as", "alice", "--hash", "0000"],
+    ));
+    let approved = ok_json(&tooljig(
+        dir.path(),
+        &[
+            "approve", &ada, "--as", "alice", "--hash", &ada_hash, "--json",
+        ],
+    ));
+    assert_eq!(approved["status"], "approved");
+    failed(&tooljig(dir.path(), &["approve", &ada, "--as", "alice"])); // replayed
+    let rejected = ok_json(&tooljig(
+        dir.path(),
+        &[
+            "reject",
+            &eve,
+            "--as",
+            "alice",
+            "--message",
+            "not her",
+            "--json",
+        ],
+    ));
+    assert_eq!(rejected["status"], "rejected");
+    assert_eq!(
+        ok_json(&tooljig(dir.path(), &["pending", "--json"])),
+        json!([])
+    );
+
+    // The app resumes; the approved call runs, the rejected one does not.
+    let resumed = app.resume(&run_id).await.unwrap();
+    assert_eq!(sent.lock().unwrap().len(), 1);
+    assert!(resumed.get("a").unwrap().envelope.is_ok());
+    assert_eq!(
+        resumed
+            .get("b")
+            .unwrap()
+            .envelope
+            .code()
+            .map(|c| c.as_str()),
+        Some("approval_rejected")
+    );
+
+    let runs = ok_json(&tooljig(dir.path(), &["runs", "--json"]));
+    assert!(
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == run_id.as_str())
+    );
+    let run = ok_json(&tooljig(dir.path(), &["run", &run_id, "--json"]));
+    assert_eq!(run["calls"].as_array().unwrap().len(), 2);
+    assert!(
+        String::from_utf8_lossy(&tooljig(dir.path(), &["run", &run_id]).stdout)
+            .contains("approval_rejected")
+    );
+    assert!(failed(&tooljig(dir.path(), &["run", "no-such-run"])).contains("no run no-such-run"));
+
+    // The audit log, as JSON Lines and filtered.
+    let audit = tooljig(dir.path(), &["audit", "--json", "--tool", "send_email"]);
+    assert!(audit.status.success());
+    let lines: Vec<Value> = String::from_utf8_lossy(&audit.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.iter().any(|r| r["outcome"] == "ok"));
+    assert!(lines.iter().all(|r| r["tool"] == "send_email"));
+    let verify = tooljig(dir.path(), &["audit", "verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    assert!(String::from_utf8_lossy(&verify.stdout).starts_with("intact:"));
+
+    // An edited record is named.
+    drop(app);
+    let path = dir.path().join("audit.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen("ada@example.com", "adb@example.com", 1),
+    )
+    .unwrap();
+    let broken = tooljig(dir.path(), &["audit", "verify", "--json"]);
+    assert_eq!(broken.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&broken.stdout).unwrap();
+    assert!(report["broken"]["seq"].is_u64(), "{report}");
+}
+
+#[test]
+fn mistakes_are_one_line_and_a_non_zero_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_store = Command::new(env!("CARGO_BIN_EXE_tooljig"))
+        .args(["pending"])
+        .env_remove("TOOLJIG_STORE")
+        .output()
+        .unwrap();
+    assert!(failed(&no_store).contains("--store"));
+    let bad_url = tooljig(dir.path(), &["--store", "ftp://x", "pending"]);
+    failed(&bad_url);
+    assert!(
+        failed(&tooljig(dir.path(), &["approve", "nope", "--as", "alice"]))
+            .contains("no approval request nope")
+    );
+    let usage = tooljig(dir.path(), &["dance"]);
+    assert_eq!(usage.status.code(), Some(2));
+}
