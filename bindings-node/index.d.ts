@@ -328,6 +328,12 @@ export type JsUiMessageStream = NativeUiMessageStream
 /** `"release"` or `"debug"`: how the addon was compiled (benchmarks refuse debug builds). */
 export declare function buildProfile(): string
 
+/**
+ * Runs the `tooljig` command line with `argv` (program name first); returns its exit code.
+ * Blocks the calling thread until the command ends, as a command line does.
+ */
+export declare function cli(argv: Array<string>): number
+
 /** One error code of the closed set an envelope can carry. */
 export interface ErrorCodeInfo {
   /** The wire spelling, e.g. `unknown_tool`. */

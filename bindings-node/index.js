@@ -860,6 +860,7 @@ module.exports.JsStreamParser = nativeBinding.JsStreamParser
 module.exports.NativeUiMessageStream = nativeBinding.NativeUiMessageStream
 module.exports.JsUiMessageStream = nativeBinding.JsUiMessageStream
 module.exports.buildProfile = nativeBinding.buildProfile
+module.exports.cli = nativeBinding.cli
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.idempotencyKey = nativeBinding.idempotencyKey
 module.exports.jsonProtocolFormatResults = nativeBinding.jsonProtocolFormatResults

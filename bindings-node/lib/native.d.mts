@@ -6,4 +6,5 @@ export const errorCodes: typeof native.errorCodes;
 export const unexpectedMessage: typeof native.unexpectedMessage;
 export const buildProfile: typeof native.buildProfile;
 export const idempotencyKey: typeof native.idempotencyKey;
+export const cli: typeof native.cli;
 import native from '../index.js';

@@ -28,6 +28,8 @@
 
 mod agent;
 mod cancel;
+mod cli;
+pub use cli::cli;
 mod convert;
 mod dispatcher;
 mod engine;

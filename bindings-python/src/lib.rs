@@ -47,6 +47,13 @@ fn shutdown(py: Python<'_>) {
     py.detach(|| runtime::shutdown(workers::wait_detached));
 }
 
+/// Runs the `tooljig` command line with `argv` (program name first); returns its exit code.
+/// The interpreter lock is released meanwhile.
+#[pyfunction]
+fn cli(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(|| tooljig_cli::run(argv))
+}
+
 /// Every error code an envelope can carry, in the core's order.
 fn error_codes() -> Vec<&'static str> {
     tooljig::ErrorCode::ALL.iter().map(|c| c.as_str()).collect()
@@ -56,6 +63,7 @@ fn error_codes() -> Vec<&'static str> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::PyEngine>()?;
+    m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_class::<mcp::PyMcpServer>()?;
     m.add_class::<mcp::PyMcpClient>()?;
     m.add_class::<batch::PyBatch>()?;

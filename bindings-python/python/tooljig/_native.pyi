@@ -17,6 +17,7 @@ __all__ = [
     "McpServer",
     "ToolContext",
     "__version__",
+    "cli",
     "shutdown",
     # providers, streaming, the agent loop
     "Agent",
@@ -39,6 +40,9 @@ __all__ = [
 
 ERROR_CODES: Final[list[str]]
 __version__: Final[str]
+
+def cli(argv: list[str]) -> int:
+    """Runs the ``tooljig`` command line with ``argv``; returns its exit code."""
 
 def shutdown() -> None:
     """Stops tooljig before the interpreter finalizes (registered with ``atexit``)."""

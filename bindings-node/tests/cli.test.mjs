@@ -1,0 +1,47 @@
+// The `tooljig` bin shipped with the package: the same command line as the Rust binary, on a
+// store a Node app wrote.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { Engine, tool } from '../lib/index.mjs'
+
+const bin = fileURLToPath(new URL('../bin/tooljig.mjs', import.meta.url))
+
+test('an operator approves from the tooljig bin what a Node app asked', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tooljig-cli-'))
+  try {
+    const store = `sqlite://${join(dir, 'store.db')}`
+    const audit = `sqlite://${join(dir, 'audit.db')}`
+    const engine = new Engine({ stateStore: store, audit })
+    const sent = []
+    engine.register(
+      'send_email',
+      tool({ inputSchema: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] }, execute: ({ to }) => (sent.push(to), `sent to ${to}`) }),
+      { risk: 'high', approval: { required: 'always' } },
+    )
+    const out = await engine.run([{ id: 'a', tool: 'send_email', arguments: { to: 'ada@example.com' } }], { caller: { principal: 'alice' } })
+    const cli = (...args) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, TOOLJIG_STORE: store, TOOLJIG_AUDIT: audit } })
+    const pending = cli('pending', '--json')
+    assert.equal(pending.status, 0, pending.stderr)
+    const [request] = JSON.parse(pending.stdout)
+    const refused = cli('reject', request.id, '--as', 'mallory')
+    assert.equal(refused.status, 1)
+    assert.match(refused.stderr, /^tooljig: error: .*not_an_approver/)
+    const approved = cli('approve', request.id, '--as', 'alice', '--hash', request.arguments_hash, '--json')
+    assert.equal(approved.status, 0, approved.stderr)
+    assert.equal(JSON.parse(approved.stdout).status, 'approved')
+    const resumed = await engine.resume(out.runId)
+    assert.deepEqual(resumed.results[0].envelope, { ok: true, data: 'sent to ada@example.com' })
+    assert.deepEqual(sent, ['ada@example.com'])
+    const verify = cli('audit', 'verify')
+    assert.equal(verify.status, 0, verify.stderr)
+    assert.match(verify.stdout, /^intact:/)
+    assert.equal(cli('nonsense').status, 2)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
