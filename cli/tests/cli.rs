@@ -1,25 +1,39 @@
-//! The `tooljig` command against a SQLite store and audit log seeded by a real run: each
-//! command's success and failure, exit codes, and `--json` parsed.
+//! The `tooljig` command against a store and audit log seeded by a real run (SQLite and
+//! JSON Lines files; PostgreSQL): each command's success and failure, exit codes, and
+//! `--json` parsed.
 
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Output};
 use tooljig::{BatchOptions, Call, Caller, Engine, EngineOptions, Tool, ToolSpec, handler_fn};
 
-fn tooljig(dir: &Path, args: &[&str]) -> Output {
+/// Where a scenario keeps its state: a store URL and an audit URL.
+struct Backend {
+    store: String,
+    audit: String,
+}
+
+impl Backend {
+    fn files(dir: &Path) -> Backend {
+        Backend {
+            store: format!("sqlite://{}", dir.join("store.db").display()),
+            audit: format!("jsonl://{}", dir.join("audit.jsonl").display()),
+        }
+    }
+}
+
+fn cli(backend: &Backend, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tooljig"))
         .args(args)
-        .env(
-            "TOOLJIG_STORE",
-            format!("sqlite://{}", dir.join("store.db").display()),
-        )
-        .env(
-            "TOOLJIG_AUDIT",
-            format!("jsonl://{}", dir.join("audit.jsonl").display()),
-        )
+        .env("TOOLJIG_STORE", &backend.store)
+        .env("TOOLJIG_AUDIT", &backend.audit)
         .env_remove("TOOLJIG_SEAL_KEY")
         .output()
         .expect("the binary runs")
+}
+
+fn tooljig(dir: &Path, args: &[&str]) -> Output {
+    cli(&Backend::files(dir), args)
 }
 
 fn ok_json(out: &Output) -> Value {
@@ -45,10 +59,10 @@ fn failed(out: &Output) -> String {
     err
 }
 
-fn engine(dir: &Path, sent: std::sync::Arc<std::sync::Mutex<Vec<Value>>>) -> Engine {
+fn engine(backend: &Backend, sent: std::sync::Arc<std::sync::Mutex<Vec<Value>>>) -> Engine {
     let engine = EngineOptions::from_value(json!({
-        "state_store": format!("sqlite://{}", dir.join("store.db").display()),
-        "audit": format!("jsonl://{}", dir.join("audit.jsonl").display()),
+        "state_store": backend.store,
+        "audit": backend.audit,
     }))
     .and_then(EngineOptions::build)
     .unwrap();
@@ -73,11 +87,11 @@ fn engine(dir: &Path, sent: std::sync::Arc<std::sync::Mutex<Vec<Value>>>) -> Eng
     engine
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_operator_decides_from_the_command_line_and_the_run_resumes() {
-    let dir = tempfile::tempdir().unwrap();
+/// A run asks for two approvals; the operator approves one and rejects the other from the
+/// command line; the app resumes; runs, the run, the audit log and its chain are as they must be.
+async fn decide_and_resume(backend: &Backend) -> Engine {
     let sent = std::sync::Arc::default();
-    let app = engine(dir.path(), std::sync::Arc::clone(&sent));
+    let app = engine(backend, std::sync::Arc::clone(&sent));
     let calls = vec![
         Call::new("a", "send_email", json!({"to": "ada@example.com"})),
         Call::new("b", "send_email", json!({"to": "eve@example.com"})),
@@ -87,7 +101,7 @@ async fn an_operator_decides_from_the_command_line_and_the_run_resumes() {
         .await;
     let run_id = out.run_id.clone().expect("the run suspended");
 
-    let pending = ok_json(&tooljig(dir.path(), &["pending", "--json"]));
+    let pending = ok_json(&cli(backend, &["pending", "--json"]));
     let pending = pending.as_array().unwrap();
     assert_eq!(pending.len(), 2);
     let id_of = |to: &str| {
@@ -99,7 +113,7 @@ async fn an_operator_decides_from_the_command_line_and_the_run_resumes() {
     };
     let (ada, ada_hash) = id_of("ada@example.com");
     let (eve, _) = id_of("eve@example.com");
-    let table = tooljig(dir.path(), &["pending"]);
+    let table = cli(backend, &["pending"]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
         text.starts_with("ID") && text.contains("send_email") && text.contains("alice"),
@@ -108,23 +122,22 @@ async fn an_operator_decides_from_the_command_line_and_the_run_resumes() {
 
     // Only the principal who asked may confirm, and only the arguments they saw.
     assert!(
-        failed(&tooljig(dir.path(), &["approve", &ada, "--as", "mallory"]))
-            .contains("not_an_approver")
+        failed(&cli(backend, &["approve", &ada, "--as", "mallory"])).contains("not_an_approver")
     );
-    failed(&tooljig(
-        dir.path(),
+    failed(&cli(
+        backend,
         &["approve", &ada, "--as", "alice", "--hash", "0000"],
     ));
-    let approved = ok_json(&tooljig(
-        dir.path(),
+    let approved = ok_json(&cli(
+        backend,
         &[
             "approve", &ada, "--as", "alice", "--hash", &ada_hash, "--json",
         ],
     ));
     assert_eq!(approved["status"], "approved");
-    failed(&tooljig(dir.path(), &["approve", &ada, "--as", "alice"])); // replayed
-    let rejected = ok_json(&tooljig(
-        dir.path(),
+    failed(&cli(backend, &["approve", &ada, "--as", "alice"])); // replayed
+    let rejected = ok_json(&cli(
+        backend,
         &[
             "reject",
             &eve,
@@ -136,10 +149,7 @@ async fn an_operator_decides_from_the_command_line_and_the_run_resumes() {
         ],
     ));
     assert_eq!(rejected["status"], "rejected");
-    assert_eq!(
-        ok_json(&tooljig(dir.path(), &["pending", "--json"])),
-        json!([])
-    );
+    assert_eq!(ok_json(&cli(backend, &["pending", "--json"])), json!([]));
 
     // The app resumes; the approved call runs, the rejected one does not.
     let resumed = app.resume(&run_id).await.unwrap();
@@ -155,23 +165,23 @@ async fn an_operator_decides_from_the_command_line_and_the_run_resumes() {
         Some("approval_rejected")
     );
 
-    let runs = ok_json(&tooljig(dir.path(), &["runs", "--json"]));
+    let runs = ok_json(&cli(backend, &["runs", "--json"]));
     assert!(
         runs.as_array()
             .unwrap()
             .iter()
             .any(|r| r["id"] == run_id.as_str())
     );
-    let run = ok_json(&tooljig(dir.path(), &["run", &run_id, "--json"]));
+    let run = ok_json(&cli(backend, &["run", &run_id, "--json"]));
     assert_eq!(run["calls"].as_array().unwrap().len(), 2);
     assert!(
-        String::from_utf8_lossy(&tooljig(dir.path(), &["run", &run_id]).stdout)
+        String::from_utf8_lossy(&cli(backend, &["run", &run_id]).stdout)
             .contains("approval_rejected")
     );
-    assert!(failed(&tooljig(dir.path(), &["run", "no-such-run"])).contains("no run no-such-run"));
+    assert!(failed(&cli(backend, &["run", "no-such-run"])).contains("no run no-such-run"));
 
     // The audit log, as JSON Lines and filtered.
-    let audit = tooljig(dir.path(), &["audit", "--json", "--tool", "send_email"]);
+    let audit = cli(backend, &["audit", "--json", "--tool", "send_email"]);
     assert!(audit.status.success());
     let lines: Vec<Value> = String::from_utf8_lossy(&audit.stdout)
         .lines()
@@ -179,14 +189,20 @@ async fn an_operator_decides_from_the_command_line_and_the_run_resumes() {
         .collect();
     assert!(lines.iter().any(|r| r["outcome"] == "ok"));
     assert!(lines.iter().all(|r| r["tool"] == "send_email"));
-    let verify = tooljig(dir.path(), &["audit", "verify"]);
+    let verify = cli(backend, &["audit", "verify"]);
     assert!(
         verify.status.success(),
         "{}",
         String::from_utf8_lossy(&verify.stderr)
     );
     assert!(String::from_utf8_lossy(&verify.stdout).starts_with("intact:"));
+    app
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_decides_from_the_command_line_and_the_run_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = decide_and_resume(&Backend::files(dir.path())).await;
     // An edited record is named.
     drop(app);
     let path = dir.path().join("audit.jsonl");
@@ -219,4 +235,42 @@ fn mistakes_are_one_line_and_a_non_zero_exit() {
     );
     let usage = tooljig(dir.path(), &["dance"]);
     assert_eq!(usage.status.code(), Some(2));
+}
+
+/// The same against PostgreSQL (store and audit log in a schema of the test's own, dropped
+/// after): skipped when the server does not answer, a failure under CI=true.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_against_postgresql() {
+    let base = std::env::var("TOOLJIG_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let psql = |sql: &str| {
+        Command::new("psql")
+            .args([base.as_str(), "-q", "-c", sql])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !psql("select 1") {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "PostgreSQL at {base} is unreachable under CI=true"
+        );
+        eprintln!("skipped: PostgreSQL at {base} is unreachable (or psql is missing)");
+        return;
+    }
+    let schema = format!("tj_cli_{}", std::process::id());
+    struct Dropped<'a>(&'a dyn Fn(&str) -> bool, String);
+    impl Drop for Dropped<'_> {
+        fn drop(&mut self) {
+            (self.0)(&format!("drop schema if exists {} cascade", self.1));
+        }
+    }
+    let _cleanup = Dropped(&psql, schema.clone());
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}schema={schema}");
+    let backend = Backend {
+        store: url.clone(),
+        audit: url,
+    };
+    drop(decide_and_resume(&backend).await);
 }
