@@ -128,6 +128,41 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             }
             Ok(())
         }
+        Command::Stats { since } => {
+            let sink = audit(&cli)?;
+            let query = AuditQuery {
+                since_ms: since,
+                ..AuditQuery::all()
+            };
+            let records = sink.query(query).await.map_err(|e| e.to_string())?;
+            let stats = crate::stats::per_tool(&records);
+            if as_json {
+                return json(&stats);
+            }
+            let rows = stats
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.tool.clone(),
+                        s.calls.to_string(),
+                        s.ok.to_string(),
+                        s.errors.to_string(),
+                        s.codes
+                            .iter()
+                            .map(|(code, n)| format!("{code}:{n}"))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        s.p50_us.to_string(),
+                        s.p99_us.to_string(),
+                    ]
+                })
+                .collect::<Vec<_>>();
+            table(
+                &["TOOL", "CALLS", "OK", "ERRORS", "CODES", "P50 µs", "P99 µs"],
+                &rows,
+            );
+            Ok(())
+        }
         Command::Audit {
             ref verify,
             ref principal,

@@ -8,6 +8,7 @@
 
 mod commands;
 mod output;
+mod stats;
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
@@ -91,6 +92,12 @@ enum Command {
     Run {
         /// The run id.
         id: String,
+    },
+    /// Calls per tool from the audit log: outcomes, error codes, durations.
+    Stats {
+        /// From this time on, in ms since the Unix epoch.
+        #[arg(long)]
+        since: Option<u64>,
     },
     /// The audit log, or `audit verify`.
     Audit {

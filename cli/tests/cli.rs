@@ -196,6 +196,18 @@ async fn decide_and_resume(backend: &Backend) -> Engine {
         String::from_utf8_lossy(&verify.stderr)
     );
     assert!(String::from_utf8_lossy(&verify.stdout).starts_with("intact:"));
+    // Stats from the audit log: the approved call ran, the rejected one was refused.
+    let stats = ok_json(&cli(backend, &["stats", "--json"]));
+    let email = stats
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["tool"] == "send_email")
+        .unwrap();
+    assert_eq!(email["ok"], 1, "{email}");
+    assert_eq!(email["codes"]["approval_rejected"], 1, "{email}");
+    let table = cli(backend, &["stats"]);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("approval_rejected:1"));
     app
 }
 
