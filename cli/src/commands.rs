@@ -128,6 +128,28 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             }
             Ok(())
         }
+        Command::Serve {
+            ref bind,
+            ref tokens,
+        } => {
+            let engine = std::sync::Arc::new(engine(&cli)?);
+            let tokens = tokens
+                .iter()
+                .map(|t| operator_token(t))
+                .collect::<Result<_, _>>()?;
+            let listener = tokio::net::TcpListener::bind(bind)
+                .await
+                .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            eprintln!("tooljig inbox on http://{addr}/ (sign in: /signin?token=...)");
+            let app = crate::inbox::router(engine, tokens);
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await
+                .map_err(|e| e.to_string())
+        }
         Command::Stats { since } => {
             let sink = audit(&cli)?;
             let query = AuditQuery {
@@ -270,6 +292,25 @@ async fn bound_hash(engine: &Engine, id: &str, given: Option<&str>) -> Result<St
         Some(record) => Ok(record.arguments_hash),
         None => Err(format!("no approval request {id}")),
     }
+}
+
+/// `TOKEN=PRINCIPAL[:ROLE,ROLE]` as the token and the operator it stands for.
+fn operator_token(spec: &str) -> Result<(String, Caller), String> {
+    let (token, who) = spec
+        .split_once('=')
+        .filter(|(t, p)| !t.is_empty() && !p.is_empty())
+        .ok_or_else(|| format!("--token {spec:?}: expected TOKEN=PRINCIPAL[:ROLE,ROLE]"))?;
+    let (principal, roles) = who.split_once(':').unwrap_or((who, ""));
+    let caller = Caller {
+        principal: Some(principal.to_string()),
+        roles: roles
+            .split(',')
+            .filter(|r| !r.is_empty())
+            .map(String::from)
+            .collect(),
+        ..Caller::default()
+    };
+    Ok((token.to_string(), caller))
 }
 
 fn caller(approver: &crate::Approver) -> Caller {

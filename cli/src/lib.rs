@@ -7,6 +7,7 @@
 //! [`run`] from their own `tooljig` commands, so every user has the same one.
 
 mod commands;
+pub mod inbox;
 mod output;
 mod stats;
 
@@ -92,6 +93,16 @@ enum Command {
     Run {
         /// The run id.
         id: String,
+    },
+    /// Serves the approval inbox in the browser until interrupted.
+    Serve {
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8700")]
+        bind: String,
+        /// An operator's token and who it stands for: `TOKEN=PRINCIPAL[:ROLE,ROLE]`
+        /// (repeat for each operator).
+        #[arg(long = "token", value_name = "TOKEN=PRINCIPAL", required = true)]
+        tokens: Vec<String>,
     },
     /// Calls per tool from the audit log: outcomes, error codes, durations.
     Stats {

@@ -1,0 +1,223 @@
+//! The approval inbox over HTTP: authentication, escaping, decisions bound to the operator, the
+//! page's CSRF token and the arguments hash, replays refused; the app's run then resumes.
+
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tooljig::{BatchOptions, Call, Caller, EngineOptions, Tool, ToolSpec, handler_fn};
+
+/// The value of the hidden input `name` in the form of request `id`.
+fn field(page: &str, id: &str, name: &str) -> String {
+    let section = &page[page
+        .find(&format!("id=\"{id}\""))
+        .expect("the request is shown")..];
+    let marker = format!("name={name} value=\"");
+    let start = section.find(&marker).expect("the field") + marker.len();
+    section[start..start + section[start..].find('"').unwrap()].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("store.db").display());
+    let engine = Arc::new(
+        EngineOptions::from_value(json!({"state_store": store}))
+            .and_then(EngineOptions::build)
+            .unwrap(),
+    );
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let log = sent.clone();
+    let spec = ToolSpec::from_value(json!({
+        "name": "send_email", "description": "Sends.",
+        "input_schema": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]},
+        "policy": {"risk": "high", "approval": {"required": "always"}}
+    }))
+    .unwrap();
+    engine
+        .register(Tool::new(
+            spec,
+            handler_fn(move |args, _ctx| {
+                let log = log.clone();
+                async move {
+                    log.lock().unwrap().push(args["to"].clone());
+                    Ok(json!("sent"))
+                }
+            }),
+        ))
+        .unwrap();
+    let calls = [
+        "ada@example.com",
+        "<script>alert(1)</script>",
+        "eve@example.com",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, to)| Call::new(format!("c{i}"), "send_email", json!({"to": to})))
+    .collect();
+    let out = engine
+        .run(calls, Caller::principal("alice"), BatchOptions::default())
+        .await;
+    let run_id = out.run_id.clone().unwrap();
+    let ids: Vec<String> = out
+        .results
+        .iter()
+        .map(|r| r.approval.as_ref().unwrap().id.clone().unwrap())
+        .collect();
+
+    let tokens = HashMap::from([
+        ("alice-token".to_string(), Caller::principal("alice")),
+        ("mallory-token".to_string(), Caller::principal("mallory")),
+    ]);
+    let app = tooljig_cli::inbox::router(engine.clone(), tokens);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+
+    // Who may look.
+    assert_eq!(http.get(&base).send().await.unwrap().status(), 401);
+    let guess = http
+        .get(&base)
+        .bearer_auth("alice-tokem")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(guess.status(), 401);
+    assert_eq!(
+        http.get(format!("{base}/signin?token=nope"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    let signin = http
+        .get(format!("{base}/signin?token=alice-token"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signin.status(), 303);
+    let cookie = signin.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let by_cookie = http
+        .get(&base)
+        .header("cookie", cookie.split(';').next().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_cookie.status(), 200);
+
+    // What it shows: every request, its arguments escaped.
+    let page = http
+        .get(&base)
+        .bearer_auth("alice-token")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(page.matches("class=request").count(), 3, "{page}");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(
+        !page.contains("<script>alert"),
+        "arguments are never markup"
+    );
+    assert!(page.contains("Signed in as <b>alice</b>"));
+
+    let decide = |token: &'static str, form: Vec<(&'static str, String)>| {
+        let http = http.clone();
+        let url = format!("{base}/decide");
+        async move {
+            http.post(url)
+                .bearer_auth(token)
+                .form(&form)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let form = |id: &str, decision: &str, csrf: &str, hash: &str| {
+        vec![
+            ("id", id.to_string()),
+            ("decision", decision.to_string()),
+            ("csrf", csrf.to_string()),
+            ("hash", hash.to_string()),
+            ("message", "not this one".to_string()),
+        ]
+    };
+    let csrf = field(&page, &ids[0], "csrf");
+    let hash0 = field(&page, &ids[0], "hash");
+    // A forged form (no valid CSRF token), a wrong hash, another operator: refused.
+    assert_eq!(
+        decide("alice-token", form(&ids[0], "approve", "forged", &hash0)).await,
+        403
+    );
+    assert_eq!(
+        decide("alice-token", form(&ids[0], "approve", &csrf, "0000")).await,
+        409
+    );
+    let mallory_page = http
+        .get(&base)
+        .bearer_auth("mallory-token")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mallory_csrf = field(&mallory_page, &ids[0], "csrf");
+    assert_ne!(mallory_csrf, csrf, "a CSRF token is the operator's own");
+    assert_eq!(
+        decide(
+            "mallory-token",
+            form(&ids[0], "approve", &mallory_csrf, &hash0)
+        )
+        .await,
+        409
+    );
+    assert_eq!(
+        decide("mallory-token", form(&ids[0], "approve", &csrf, &hash0)).await,
+        403
+    );
+    // Alice approves one, rejects one; a replay is refused.
+    assert_eq!(
+        decide("alice-token", form(&ids[0], "approve", &csrf, &hash0)).await,
+        303
+    );
+    assert_eq!(
+        decide("alice-token", form(&ids[0], "approve", &csrf, &hash0)).await,
+        409
+    );
+    let hash2 = field(&page, &ids[2], "hash");
+    assert_eq!(
+        decide("alice-token", form(&ids[2], "reject", &csrf, &hash2)).await,
+        303
+    );
+    let left = http
+        .get(&base)
+        .bearer_auth("alice-token")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(left.matches("class=request").count(), 1);
+
+    // The run resumes in the app: the approved call ran, the rejected one did not.
+    let resumed = engine.resume(&run_id).await.unwrap();
+    assert_eq!(*sent.lock().unwrap(), vec![json!("ada@example.com")]);
+    assert!(resumed.get("c0").unwrap().envelope.is_ok());
+    let rejected = resumed.get("c2").unwrap().envelope.to_value();
+    assert_eq!(rejected["error"]["code"], "approval_rejected");
+    assert!(rejected.to_string().contains("not this one"));
+}
