@@ -142,7 +142,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
                 .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
             let addr = listener.local_addr().map_err(|e| e.to_string())?;
             eprintln!("tooljig inbox on http://{addr}/ (sign in: /signin?token=...)");
-            let app = crate::inbox::router(engine, tokens);
+            let app = crate::inbox::router(engine, tokens)?;
             axum::serve(listener, app)
                 .with_graceful_shutdown(async {
                     let _ = tokio::signal::ctrl_c().await;

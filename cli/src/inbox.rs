@@ -27,21 +27,28 @@ pub struct Inbox {
 }
 
 /// The inbox's routes (`/`, `/decide`, `/signin`), for an app to mount or `tooljig serve` to
-/// serve. `tokens` map bearer tokens to the operators they stand for.
-pub fn router(engine: Arc<Engine>, tokens: HashMap<String, Caller>) -> axum::Router {
+/// serve. `tokens` map bearer tokens to the operators they stand for; refused without any.
+pub fn router(
+    engine: Arc<Engine>,
+    tokens: HashMap<String, Caller>,
+) -> Result<axum::Router, String> {
+    if tokens.is_empty() {
+        return Err("the inbox needs at least one operator token".into());
+    }
+    // Two random UUIDs: 244 random bits for the key of this server's CSRF tokens.
     let key: Vec<u8> = (0..2)
         .flat_map(|_| *uuid::Uuid::new_v4().as_bytes())
         .collect();
     let inbox = Arc::new(Inbox {
         engine,
         tokens,
-        csrf: SealKey::new(key).unwrap_or_else(|_| unreachable!("32 bytes make a key")),
+        csrf: SealKey::new(key)?,
     });
-    axum::Router::new()
+    Ok(axum::Router::new()
         .route("/", get(page))
         .route("/decide", post(decide))
         .route("/signin", get(signin))
-        .with_state(inbox)
+        .with_state(inbox))
 }
 
 impl Inbox {

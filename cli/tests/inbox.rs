@@ -68,7 +68,8 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
         ("alice-token".to_string(), Caller::principal("alice")),
         ("mallory-token".to_string(), Caller::principal("mallory")),
     ]);
-    let app = tooljig_cli::inbox::router(engine.clone(), tokens);
+    let app = tooljig_cli::inbox::router(engine.clone(), tokens).unwrap();
+    assert!(tooljig_cli::inbox::router(engine.clone(), HashMap::new()).is_err());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
