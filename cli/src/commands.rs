@@ -1,7 +1,7 @@
 //! Each command: open what it needs from the URLs, ask the core, print.
 
+use crate::args::{Approver, Cli, Command};
 use crate::output::{cell, json, table};
-use crate::{Cli, Command};
 use serde_json::{Value, json as value};
 use tooljig::audit::AuditSink;
 use tooljig::{AuditQuery, Caller, Engine, EngineOptions};
@@ -313,7 +313,7 @@ fn operator_token(spec: &str) -> Result<(String, Caller), String> {
     Ok((token.to_string(), caller))
 }
 
-fn caller(approver: &crate::Approver) -> Caller {
+fn caller(approver: &Approver) -> Caller {
     Caller {
         principal: Some(approver.principal.clone()),
         tenant: approver.tenant.clone(),

@@ -1,0 +1,130 @@
+//! The command line's grammar (clap): the global options and every subcommand.
+
+use clap::{Parser, Subcommand};
+
+/// The operator's side of tooljig: approvals, runs, the audit log.
+#[derive(Parser)]
+#[command(name = "tooljig", version, about)]
+pub struct Cli {
+    /// The state store (`sqlite://PATH`, `postgres://...`, `redis://...`).
+    #[arg(long, env = "TOOLJIG_STORE", global = true)]
+    pub store: Option<String>,
+    /// The audit log (`sqlite://PATH`, `jsonl://PATH`, `postgres://...`).
+    #[arg(long, env = "TOOLJIG_AUDIT", global = true)]
+    pub audit: Option<String>,
+    /// The app's seal key (`env:NAME`, `file:PATH`, `hex:HEX`), when it seals decisions and
+    /// the audit chain.
+    #[arg(long, env = "TOOLJIG_SEAL_KEY", global = true, hide_env_values = true)]
+    pub seal_key: Option<String>,
+    /// JSON for scripts instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Who decides: the approver's identity, never taken from the request itself.
+#[derive(clap::Args, Clone)]
+pub struct Approver {
+    /// The approver's principal.
+    #[arg(long = "as", value_name = "PRINCIPAL")]
+    pub principal: String,
+    /// The approver's tenant.
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// The approver's roles (comma-separated), for requests that name approver roles.
+    #[arg(long, value_delimiter = ',')]
+    pub roles: Vec<String>,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Pending approval requests, oldest first.
+    Pending {
+        /// Only this tenant's.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Only this tool's.
+        #[arg(long)]
+        tool: Option<String>,
+    },
+    /// Approves a pending request as asked.
+    Approve {
+        /// The approval id.
+        id: String,
+        /// The arguments hash `pending` showed: the decision holds only for those arguments.
+        #[arg(long)]
+        hash: Option<String>,
+        #[command(flatten)]
+        approver: Approver,
+    },
+    /// Rejects a pending request; the model sees the message.
+    Reject {
+        /// The approval id.
+        id: String,
+        /// The arguments hash `pending` showed.
+        #[arg(long)]
+        hash: Option<String>,
+        /// Why, for the model.
+        #[arg(long)]
+        message: Option<String>,
+        #[command(flatten)]
+        approver: Approver,
+    },
+    /// Stored runs, newest first.
+    Runs {
+        /// How many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// One run: its calls, results and step log.
+    Run {
+        /// The run id.
+        id: String,
+    },
+    /// Serves the approval inbox in the browser until interrupted.
+    Serve {
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8700")]
+        bind: String,
+        /// An operator's token and who it stands for: `TOKEN=PRINCIPAL[:ROLE,ROLE]`
+        /// (repeat for each operator).
+        #[arg(long = "token", value_name = "TOKEN=PRINCIPAL", required = true)]
+        tokens: Vec<String>,
+    },
+    /// Calls per tool from the audit log: outcomes, error codes, durations.
+    Stats {
+        /// From this time on, in ms since the Unix epoch.
+        #[arg(long)]
+        since: Option<u64>,
+    },
+    /// The audit log, or `audit verify`.
+    Audit {
+        #[command(subcommand)]
+        verify: Option<AuditCommand>,
+        /// Only this principal's calls.
+        #[arg(long)]
+        principal: Option<String>,
+        /// Only this tool's calls.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only this outcome (`ok`, `error`, `needs`, `pending`, ...).
+        #[arg(long)]
+        outcome: Option<String>,
+        /// From this time on, in ms since the Unix epoch.
+        #[arg(long)]
+        since: Option<u64>,
+        /// Before this time, in ms since the Unix epoch.
+        #[arg(long)]
+        until: Option<u64>,
+        /// At most this many records (the newest).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum AuditCommand {
+    /// Checks the hash chain; names the first broken link.
+    Verify,
+}
