@@ -132,7 +132,8 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             ref bind,
             ref tokens,
         } => {
-            let engine = std::sync::Arc::new(engine(&cli)?);
+            // The inbox shows the audit log too, when one is given.
+            let engine = std::sync::Arc::new(engine_with_audit(&cli)?);
             let tokens = tokens
                 .iter()
                 .map(|t| operator_token(t))
@@ -264,6 +265,17 @@ fn engine(cli: &Cli) -> Result<Engine, String> {
         "state_store": store,
         "seal_key": cli.seal_key,
     });
+    EngineOptions::from_value(options)
+        .and_then(EngineOptions::build)
+        .map_err(|e| e.to_string())
+}
+
+/// The engine over the store and, when given, the audit log.
+fn engine_with_audit(cli: &Cli) -> Result<Engine, String> {
+    let Some(store) = &cli.store else {
+        return Err("no state store: pass --store URL or set TOOLJIG_STORE".into());
+    };
+    let options = value!({"state_store": store, "audit": cli.audit, "seal_key": cli.seal_key});
     EngineOptions::from_value(options)
         .and_then(EngineOptions::build)
         .map_err(|e| e.to_string())

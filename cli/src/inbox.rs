@@ -7,8 +7,9 @@
 //! so a forged form or a request whose arguments changed is refused. Everything shown is
 //! HTML-escaped. Binds to 127.0.0.1 by default.
 
-use axum::extract::{Form, Query, State};
+use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use html_escape::encode_text as esc;
@@ -48,6 +49,10 @@ pub fn router(
         .route("/", get(page))
         .route("/decide", post(decide))
         .route("/signin", get(signin))
+        .route("/events", get(events))
+        .route("/runs/{id}", get(run_page))
+        .route("/audit", get(audit_page))
+        .route("/audit/verify", post(verify))
         .with_state(inbox))
 }
 
@@ -112,6 +117,207 @@ async fn signin(State(inbox): State<Arc<Inbox>>, Query(q): Query<SignIn>) -> Res
     ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
 }
 
+const STYLE: &str = "<style>body{font:14px system-ui;margin:2em}pre{background:#f4f4f4;padding:.5em}\
+     .request{border:1px solid #ccc;padding:1em;margin:1em 0}td,th{padding:2px 8px;text-align:left}</style>";
+
+/// The top of every page: title, style, navigation.
+fn head(title: &str) -> String {
+    format!(
+        "<!doctype html><meta charset=utf-8><title>{t} · tooljig</title>{STYLE}\
+         <nav><a href=/>Pending</a> · <a href=/audit>Audit log</a></nav><h1>{t}</h1>",
+        t = esc(title)
+    )
+}
+
+/// `/events`: a server-sent event whenever the set of pending requests changes, so the page
+/// shows new ones without a reload by hand (the store is read every second).
+async fn events(State(inbox): State<Arc<Inbox>>, headers: HeaderMap) -> Response {
+    let Some(operator) = inbox.operator(&headers) else {
+        return unauthorized();
+    };
+    let stream = futures::stream::unfold(None::<Vec<String>>, move |seen| {
+        let inbox = inbox.clone();
+        let tenant = operator.tenant.clone();
+        async move {
+            let mut seen = seen;
+            loop {
+                let now: Vec<String> = match inbox.engine.pending(tenant.as_deref()).await {
+                    Ok(pending) => pending.into_iter().map(|r| r.id).collect(),
+                    Err(_) => Vec::new(),
+                };
+                if seen.as_ref() != Some(&now) {
+                    let event = Event::default()
+                        .event("pending")
+                        .data(now.len().to_string());
+                    let first = seen.is_none();
+                    seen = Some(now);
+                    if !first {
+                        return Some((Ok::<_, std::convert::Infallible>(event), seen));
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// `/runs/{id}`: a run's calls, latest results and step log.
+async fn run_page(
+    State(inbox): State<Arc<Inbox>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if inbox.operator(&headers).is_none() {
+        return unauthorized();
+    }
+    let run = match inbox.engine.run_record(&id).await {
+        Ok(Some(run)) => run,
+        Ok(None) => return (StatusCode::NOT_FOUND, "no such run").into_response(),
+        Err(e) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                esc(&e.message).to_string(),
+            )
+                .into_response();
+        }
+    };
+    let mut body = head(&format!("Run {id}"));
+    let state = serde_json::to_value(run.state).unwrap_or_default();
+    let _ = write!(
+        body,
+        "<p>state <b>{}</b> · passes {}</p><table><tr><th>call<th>tool<th>status<th>envelope</tr>",
+        esc(state.as_str().unwrap_or_default()),
+        run.passes
+    );
+    for r in &run.results {
+        let status = serde_json::to_value(r.status).unwrap_or_default();
+        let _ = write!(
+            body,
+            "<tr><td>{}<td>{}<td>{}<td><code>{}</code></tr>",
+            esc(&r.call_id),
+            esc(&r.tool),
+            esc(status.as_str().unwrap_or_default()),
+            esc(&r.envelope.to_value().to_string())
+        );
+    }
+    body.push_str("</table><h2>Steps</h2><ol>");
+    for step in &run.steps {
+        let step = serde_json::to_string(step).unwrap_or_default();
+        let _ = write!(body, "<li><code>{}</code>", esc(&step));
+    }
+    body.push_str("</ol>");
+    Html(body).into_response()
+}
+
+/// The audit page's filters.
+#[derive(Deserialize, Default)]
+struct AuditFilter {
+    principal: Option<String>,
+    tool: Option<String>,
+}
+
+/// `/audit`: the newest records, filtered by principal and tool, and the "verify chain" action.
+async fn audit_page(
+    State(inbox): State<Arc<Inbox>>,
+    headers: HeaderMap,
+    Query(filter): Query<AuditFilter>,
+) -> Response {
+    let Some(operator) = inbox.operator(&headers) else {
+        return unauthorized();
+    };
+    let Some(sink) = inbox.engine.audit() else {
+        return Html(
+            head("Audit log") + "<p>No audit log was given (<code>--audit URL</code>).</p>",
+        )
+        .into_response();
+    };
+    let query = tooljig::AuditQuery {
+        principal: filter.principal.clone().filter(|p| !p.is_empty()),
+        tool: filter.tool.clone().filter(|t| !t.is_empty()),
+        limit: Some(200),
+        ..tooljig::AuditQuery::all()
+    };
+    let records = match sink.query(query).await {
+        Ok(records) => records,
+        Err(e) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                esc(&e.to_string()).to_string(),
+            )
+                .into_response();
+        }
+    };
+    let mut body = head("Audit log");
+    let _ = write!(
+        body,
+        "<form method=get><input name=principal placeholder=principal value=\"{}\">\
+         <input name=tool placeholder=tool value=\"{}\"><button>Filter</button></form>\
+         <form method=post action=/audit/verify><input type=hidden name=csrf value=\"{}\">\
+         <button>Verify chain</button></form><table><tr><th>seq<th>time (ms)<th>principal<th>session<th>tool<th>outcome<th>code</tr>",
+        esc(filter.principal.as_deref().unwrap_or_default()),
+        esc(filter.tool.as_deref().unwrap_or_default()),
+        esc(&inbox.csrf_for(&operator))
+    );
+    for r in &records {
+        let outcome = serde_json::to_value(r.outcome).unwrap_or_default();
+        let _ = write!(
+            body,
+            "<tr><td>{}<td>{}<td>{}<td>{}<td>{}<td>{}<td>{}</tr>",
+            r.seq,
+            r.time_ms,
+            esc(r.principal.as_deref().unwrap_or_default()),
+            esc(r.session.as_deref().unwrap_or_default()),
+            esc(&r.tool),
+            esc(outcome.as_str().unwrap_or_default()),
+            r.code.map(|c| c.as_str()).unwrap_or_default()
+        );
+    }
+    body.push_str("</table>");
+    Html(body).into_response()
+}
+
+/// The verify action's form.
+#[derive(Deserialize)]
+struct VerifyForm {
+    csrf: String,
+}
+
+/// `POST /audit/verify`: checks the chain and names the first broken link.
+async fn verify(
+    State(inbox): State<Arc<Inbox>>,
+    headers: HeaderMap,
+    Form(form): Form<VerifyForm>,
+) -> Response {
+    let Some(operator) = inbox.operator(&headers) else {
+        return unauthorized();
+    };
+    let who = operator.principal.as_deref().unwrap_or_default();
+    if !inbox.csrf.verify(&[b"csrf", who.as_bytes()], &form.csrf) {
+        return (StatusCode::FORBIDDEN, "this form was not issued to you").into_response();
+    }
+    let Some(sink) = inbox.engine.audit() else {
+        return (StatusCode::NOT_FOUND, "no audit log was given").into_response();
+    };
+    let verdict = match sink.verify().await {
+        Ok(report) => match report.broken {
+            None => format!("<p id=verdict>Intact: {} records.</p>", report.records),
+            Some(link) => format!(
+                "<p id=verdict>Broken at record {}: {}</p>",
+                link.seq,
+                esc(&link.reason)
+            ),
+        },
+        Err(e) => format!(
+            "<p id=verdict>Could not verify: {}</p>",
+            esc(&e.to_string())
+        ),
+    };
+    Html(head("Audit chain") + &verdict).into_response()
+}
+
 /// `/`: the pending requests, each with its decision form.
 async fn page(State(inbox): State<Arc<Inbox>>, headers: HeaderMap) -> Response {
     let Some(operator) = inbox.operator(&headers) else {
@@ -130,12 +336,11 @@ async fn page(State(inbox): State<Arc<Inbox>>, headers: HeaderMap) -> Response {
     let csrf = inbox.csrf_for(&operator);
     let mut body = String::new();
     let who = operator.principal.as_deref().unwrap_or("?");
+    body.push_str(&head("Pending approvals"));
     let _ = write!(
         body,
-        "<!doctype html><meta charset=utf-8><title>tooljig inbox</title>\
-         <style>body{{font:14px system-ui;margin:2em}}pre{{background:#f4f4f4;padding:.5em}}\
-         .request{{border:1px solid #ccc;padding:1em;margin:1em 0}}</style>\
-         <h1>Pending approvals</h1><p>Signed in as <b>{}</b>. {} pending.</p>",
+        "<p>Signed in as <b>{}</b>. {} pending.</p>\
+         <script>new EventSource('/events').addEventListener('pending', () => location.reload())</script>",
         esc(who),
         pending.len()
     );
@@ -151,7 +356,7 @@ fn write_request(body: &mut String, r: &ApprovalRecord, csrf: &str) {
     let _ = write!(
         body,
         "<section class=request id=\"{id}\"><h2>{tool}</h2>\
-         <p>risk <b>{risk}</b> · asked by {asker} · run {run}</p><pre>{arguments}</pre>\
+         <p>risk <b>{risk}</b> · asked by {asker} · run <a href=\"/runs/{run}\">{run}</a></p><pre>{arguments}</pre>\
          <form method=post action=/decide>\
          <input type=hidden name=id value=\"{id}\"><input type=hidden name=hash value=\"{hash}\">\
          <input type=hidden name=csrf value=\"{csrf}\">\

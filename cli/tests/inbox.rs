@@ -20,8 +20,9 @@ fn field(page: &str, id: &str, name: &str) -> String {
 async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite://{}", dir.path().join("store.db").display());
+    let audit = format!("jsonl://{}", dir.path().join("audit.jsonl").display());
     let engine = Arc::new(
-        EngineOptions::from_value(json!({"state_store": store}))
+        EngineOptions::from_value(json!({"state_store": store, "audit": audit}))
             .and_then(EngineOptions::build)
             .unwrap(),
     );
@@ -213,6 +214,79 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
         .await
         .unwrap();
     assert_eq!(left.matches("class=request").count(), 1);
+
+    // A run's timeline, the audit log and its verification.
+    let get = |path: String| {
+        let http = http.clone();
+        let url = format!("{base}{path}");
+        async move {
+            http.get(url)
+                .bearer_auth("alice-token")
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let run_page = get(format!("/runs/{run_id}")).await.text().await.unwrap();
+    assert!(
+        run_page.contains("pending_approval") && run_page.contains("c1"),
+        "{run_page}"
+    );
+    assert_eq!(get("/runs/no-such-run".into()).await.status(), 404);
+    let audit_page = get("/audit?tool=send_email".into())
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        audit_page.contains("<td>send_email") && audit_page.contains("pending_approval"),
+        "{audit_page}"
+    );
+    let verify = |csrf: String| {
+        let http = http.clone();
+        let url = format!("{base}/audit/verify");
+        async move {
+            http.post(url)
+                .bearer_auth("alice-token")
+                .form(&[("csrf", csrf)])
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(verify("forged".into()).await.status(), 403);
+    let verdict = verify(csrf.clone()).await.text().await.unwrap();
+    assert!(verdict.contains("Intact:"), "{verdict}");
+
+    // New requests are announced to an open page (server-sent events).
+    let mut stream = http
+        .get(format!("{base}/events"))
+        .bearer_auth("alice-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let more = vec![Call::new(
+        "n",
+        "send_email",
+        json!({"to": "new@example.com"}),
+    )];
+    let _later = engine
+        .run(more, Caller::principal("alice"), BatchOptions::default())
+        .await;
+    let announced = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        let mut seen = String::new();
+        while let Some(chunk) = stream.chunk().await.unwrap() {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains("event: pending") {
+                return seen;
+            }
+        }
+        seen
+    })
+    .await
+    .expect("an event within 10 s");
+    assert!(announced.contains("event: pending"), "{announced}");
 
     // The run resumes in the app: the approved call ran, the rejected one did not.
     let resumed = engine.resume(&run_id).await.unwrap();
