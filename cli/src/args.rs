@@ -71,6 +71,19 @@ pub enum Command {
         #[command(flatten)]
         approver: Approver,
     },
+    /// Approves a pending request with other arguments, checked against the tool's schema.
+    Edit {
+        /// The approval id.
+        id: String,
+        /// The arguments to run with, as JSON.
+        #[arg(long)]
+        arguments: String,
+        /// The arguments hash `pending` showed.
+        #[arg(long)]
+        hash: Option<String>,
+        #[command(flatten)]
+        approver: Approver,
+    },
     /// Stored runs, newest first.
     Runs {
         /// How many.

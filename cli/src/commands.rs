@@ -68,6 +68,22 @@ pub async fn run(cli: Cli) -> Result<(), String> {
                 .map_err(refused)?;
             decided(&record, as_json)
         }
+        Command::Edit {
+            ref id,
+            ref arguments,
+            ref hash,
+            ref approver,
+        } => {
+            let arguments: Value = serde_json::from_str(arguments)
+                .map_err(|e| format!("--arguments is not JSON: {e}"))?;
+            let engine = engine(&cli)?;
+            let hash = bound_hash(&engine, id, hash.as_deref()).await?;
+            let record = engine
+                .edit(id, &hash, &caller(approver), arguments)
+                .await
+                .map_err(refused)?;
+            decided(&record, as_json)
+        }
         Command::Runs { limit } => {
             let engine = engine(&cli)?;
             let runs = engine.runs(limit).await.map_err(refused)?;

@@ -362,7 +362,9 @@ fn write_request(body: &mut String, r: &ApprovalRecord, csrf: &str) {
          <input type=hidden name=csrf value=\"{csrf}\">\
          <input name=message placeholder=\"message (for a rejection)\">\
          <button name=decision value=approve>Approve</button>\
-         <button name=decision value=reject>Reject</button></form></section>",
+         <button name=decision value=reject>Reject</button>\
+         <details><summary>Edit</summary><textarea name=arguments rows=6 cols=60>{arguments}</textarea>\
+         <button name=decision value=edit>Approve with these arguments</button></details></form></section>",
         id = esc(&r.id),
         tool = esc(&r.tool),
         risk = esc(risk.as_str().unwrap_or_default()),
@@ -383,6 +385,9 @@ struct DecisionForm {
     decision: String,
     #[serde(default)]
     message: String,
+    /// The edited arguments (JSON), for `edit`.
+    #[serde(default)]
+    arguments: String,
 }
 
 /// `POST /decide`: records the signed-in operator's decision, then back to the inbox.
@@ -406,6 +411,25 @@ async fn decide(
             engine
                 .reject(&form.id, &form.hash, &operator, message)
                 .await
+        }
+        "edit" => {
+            let arguments = match serde_json::from_str(&form.arguments) {
+                Ok(arguments) => arguments,
+                Err(e) => {
+                    let why = format!("the edited arguments are not JSON: {}", esc(&e.to_string()));
+                    return (StatusCode::UNPROCESSABLE_ENTITY, why).into_response();
+                }
+            };
+            match engine
+                .edit(&form.id, &form.hash, &operator, arguments)
+                .await
+            {
+                Err(e) if e.code == tooljig::ErrorCode::InvalidArguments => {
+                    let why = format!("refused: {}", esc(&e.message));
+                    return (StatusCode::UNPROCESSABLE_ENTITY, why).into_response();
+                }
+                decided => decided,
+            }
         }
         other => {
             let why = format!("unknown decision {:?}", esc(other));

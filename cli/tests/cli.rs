@@ -95,6 +95,7 @@ async fn decide_and_resume(backend: &Backend) -> Engine {
     let calls = vec![
         Call::new("a", "send_email", json!({"to": "ada@example.com"})),
         Call::new("b", "send_email", json!({"to": "eve@example.com"})),
+        Call::new("c", "send_email", json!({"to": "carol@example.com"})),
     ];
     let out = app
         .run(calls, Caller::principal("alice"), BatchOptions::default())
@@ -103,7 +104,7 @@ async fn decide_and_resume(backend: &Backend) -> Engine {
 
     let pending = ok_json(&cli(backend, &["pending", "--json"]));
     let pending = pending.as_array().unwrap();
-    assert_eq!(pending.len(), 2);
+    assert_eq!(pending.len(), 3);
     let id_of = |to: &str| {
         let r = pending.iter().find(|r| r["arguments"]["to"] == to).unwrap();
         (
@@ -113,6 +114,7 @@ async fn decide_and_resume(backend: &Backend) -> Engine {
     };
     let (ada, ada_hash) = id_of("ada@example.com");
     let (eve, _) = id_of("eve@example.com");
+    let (carol, _) = id_of("carol@example.com");
     let table = cli(backend, &["pending"]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
@@ -149,11 +151,47 @@ async fn decide_and_resume(backend: &Backend) -> Engine {
         ],
     ));
     assert_eq!(rejected["status"], "rejected");
+    // An edit is checked against the tool's schema (kept with the request: this process has
+    // no tools) before it is accepted.
+    let bad = failed(&cli(
+        backend,
+        &[
+            "edit",
+            &carol,
+            "--as",
+            "alice",
+            "--arguments",
+            r#"{"to": 5}"#,
+        ],
+    ));
+    assert!(bad.contains("invalid_edit"), "{bad}");
+    let not_json = failed(&cli(
+        backend,
+        &["edit", &carol, "--as", "alice", "--arguments", "{to"],
+    ));
+    assert!(not_json.contains("not JSON"), "{not_json}");
+    let edited = ok_json(&cli(
+        backend,
+        &[
+            "edit",
+            &carol,
+            "--as",
+            "alice",
+            "--arguments",
+            r#"{"to": "carol@new.example"}"#,
+            "--json",
+        ],
+    ));
+    assert_eq!(edited["status"], "edited");
     assert_eq!(ok_json(&cli(backend, &["pending", "--json"])), json!([]));
 
     // The app resumes; the approved call runs, the rejected one does not.
     let resumed = app.resume(&run_id).await.unwrap();
-    assert_eq!(sent.lock().unwrap().len(), 1);
+    assert_eq!(sent.lock().unwrap().len(), 2);
+    assert_eq!(
+        resumed.get("c").unwrap().envelope.data(),
+        Some(&json!({"sent": "carol@new.example"}))
+    );
     assert!(resumed.get("a").unwrap().envelope.is_ok());
     assert_eq!(
         resumed
@@ -173,7 +211,7 @@ async fn decide_and_resume(backend: &Backend) -> Engine {
             .any(|r| r["id"] == run_id.as_str())
     );
     let run = ok_json(&cli(backend, &["run", &run_id, "--json"]));
-    assert_eq!(run["calls"].as_array().unwrap().len(), 2);
+    assert_eq!(run["calls"].as_array().unwrap().len(), 3);
     assert!(
         String::from_utf8_lossy(&cli(backend, &["run", &run_id]).stdout)
             .contains("approval_rejected")
@@ -204,7 +242,7 @@ async fn decide_and_resume(backend: &Backend) -> Engine {
         .iter()
         .find(|s| s["tool"] == "send_email")
         .unwrap();
-    assert_eq!(email["ok"], 1, "{email}");
+    assert_eq!(email["ok"], 2, "{email}");
     assert_eq!(email["codes"]["approval_rejected"], 1, "{email}");
     let table = cli(backend, &["stats"]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("approval_rejected:1"));

@@ -214,6 +214,19 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
         .await
         .unwrap();
     assert_eq!(left.matches("class=request").count(), 1);
+    // An edit is checked against the tool's schema before it is accepted.
+    let hash1 = field(&page, &ids[1], "hash");
+    let edit = |arguments: &str| {
+        let mut f = form(&ids[1], "edit", &csrf, &hash1);
+        f.push(("arguments", arguments.to_string()));
+        f
+    };
+    assert_eq!(decide("alice-token", edit(r#"{"to": 5}"#)).await, 422);
+    assert_eq!(decide("alice-token", edit("{not json")).await, 422);
+    assert_eq!(
+        decide("alice-token", edit(r#"{"to": "grace@example.com"}"#)).await,
+        303
+    );
 
     // A run's timeline, the audit log and its verification.
     let get = |path: String| {
@@ -290,7 +303,10 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
 
     // The run resumes in the app: the approved call ran, the rejected one did not.
     let resumed = engine.resume(&run_id).await.unwrap();
-    assert_eq!(*sent.lock().unwrap(), vec![json!("ada@example.com")]);
+    assert_eq!(
+        *sent.lock().unwrap(),
+        vec![json!("ada@example.com"), json!("grace@example.com")]
+    );
     assert!(resumed.get("c0").unwrap().envelope.is_ok());
     let rejected = resumed.get("c2").unwrap().envelope.to_value();
     assert_eq!(rejected["error"]["code"], "approval_rejected");

@@ -13,7 +13,7 @@ use crate::error_code::ErrorCode;
 use crate::handler::{BoxFuture, HostData};
 use crate::policy::{Policy, Risk};
 use crate::registry::Snapshot;
-use crate::schema::arguments_envelope;
+use crate::schema::{CompiledSchema, SchemaResources, arguments_envelope};
 use crate::seal::SealKey;
 use crate::spec::ToolSpec;
 use serde::{Deserialize, Serialize};
@@ -173,6 +173,7 @@ pub async fn request(
         arguments_hash,
         risk: policy.risk,
         spec_hash: Some(spec_hash),
+        spec: Some(spec.clone()),
         requested_by: caller.clone(),
         requested_at_ms: now,
         expires_at_ms: now.saturating_add(policy.approval.expires_ms),
@@ -248,6 +249,29 @@ fn refuse(code: ErrorCode, reason: &str, message: impl Into<String>) -> ToolErro
 
 fn store_refusal(e: StoreError) -> ToolError {
     e.refusal()
+}
+
+/// The spec pinned in a request, with its input schema compiled, for checking an edit in a
+/// process that does not register the tool (an operator's command line or inbox); refused
+/// when the request keeps none, or one that no longer hashes to the request's spec hash.
+fn pinned_schema(rec: &ApprovalRecord) -> Result<(ToolSpec, CompiledSchema), ToolError> {
+    let unknown = || {
+        refuse(
+            ErrorCode::UnknownTool,
+            "unknown_tool",
+            format!(
+                "tool {:?} is not registered here and the request keeps no spec; cannot check the edit",
+                rec.tool
+            ),
+        )
+    };
+    let spec = rec.spec.clone().ok_or_else(unknown)?;
+    if rec.spec_hash.as_deref() != Some(spec_hash(&spec).as_str()) {
+        return Err(unknown());
+    }
+    let input = CompiledSchema::compile(&spec.input_schema, &SchemaResources::default())
+        .map_err(|message| refuse(ErrorCode::InternalError, "invalid_spec", message))?;
+    Ok((spec, input))
 }
 
 /// Whether `approver` may decide on `record`.
@@ -366,17 +390,15 @@ pub async fn decide(
             },
         ),
         Decision::Edit { arguments, .. } => {
-            let Some(tool) = tools.get(&rec.tool) else {
-                return Err(refuse(
-                    ErrorCode::UnknownTool,
-                    "unknown_tool",
-                    format!(
-                        "tool {:?} is not registered here; cannot check the edit",
-                        rec.tool
-                    ),
-                ));
+            let pinned;
+            let (spec, input) = match tools.get(&rec.tool) {
+                Some(tool) => (&tool.spec, &tool.input),
+                None => {
+                    pinned = pinned_schema(&rec)?;
+                    (&pinned.0, &pinned.1)
+                }
             };
-            if let Some(name) = changed_hidden(&tool.spec, &rec.arguments, &arguments) {
+            if let Some(name) = changed_hidden(spec, &rec.arguments, &arguments) {
                 return Err(refuse(
                     ErrorCode::InvalidArguments,
                     "hidden_argument",
@@ -386,7 +408,7 @@ pub async fn decide(
                 )
                 .with("argument", name));
             }
-            if let Some(refusal) = arguments_envelope(tool.input.check(&arguments)) {
+            if let Some(refusal) = arguments_envelope(input.check(&arguments)) {
                 let e = match refusal {
                     Envelope::Error(e) => e,
                     Envelope::Needs(fields) => ToolError::new(

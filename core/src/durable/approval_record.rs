@@ -55,6 +55,11 @@ pub struct ApprovalRecord {
     /// holds for that spec alone, and is asked again if the tool changed before it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_hash: Option<String>,
+    /// The tool's spec itself, so an edit can be checked against its schema by a process
+    /// that does not register the tool (an operator's command line or inbox). The app's
+    /// resume checks the decided arguments again against the tool it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<crate::spec::ToolSpec>,
     /// Who asked.
     pub requested_by: Caller,
     /// When, ms since the epoch.
