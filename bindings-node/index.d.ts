@@ -153,6 +153,8 @@ export declare class NativeEngine {
    * compensation of `tool`; it receives `{arguments, result}`.
    */
   compensateWith(tool: string, handler: number): void
+  /** Starts the approval inbox on `bind` for the operators `tokens` names (token → caller). */
+  serveInbox(tokens: any, bind: string): NativeInboxServer
   /**
    * Serves the engine's tools over Streamable HTTP; `auth` is the index of the auth hook
    * in the JS layer's table. Returns once it listens.
@@ -184,6 +186,17 @@ export declare class NativeFallback {
   build(threshold?: number | undefined | null, cooldownMs?: number | undefined | null): NativeModel
 }
 export type JsFallback = NativeFallback
+
+/** A running inbox. */
+export declare class NativeInboxServer {
+  /** The inbox's URL. */
+  get url(): string
+  /** Stops the server. */
+  stop(): void
+  /** Resolves once the server stopped. */
+  stopped(): Promise<void>
+}
+export type JsInboxServer = NativeInboxServer
 
 /** A connection to an MCP server whose tools an engine runs. */
 export declare class NativeMcpClient {

@@ -197,6 +197,17 @@ export class Engine {
      */
     pendingExternal(runId: string): Promise<ExternalCall[]>;
     /**
+     * Starts the approval inbox (docs/operators.md) over this engine's state store and audit
+     * log: pending requests decided in the browser by the operator a token stands for. The
+     * running inbox keeps Node alive until `stop()`.
+     * @param {{tokens: Record<string, import('./types.d.mts').Caller>, bind?: string}} options
+     * @returns {InboxServer}
+     */
+    serveInbox(options: {
+        tokens: Record<string, import("./types.d.mts").Caller>;
+        bind?: string;
+    }): InboxServer;
+    /**
      * Serves this engine's tools over MCP's Streamable HTTP (docs/mcp.md). `tools/list` shows
      * what the caller may use; `tools/call` runs the whole path of one call; approvals and
      * missing fields are asked through elicitation when the client can. Who calls: `auth`
@@ -289,6 +300,7 @@ import type { ApprovalRecord } from './types.mjs';
 import type { Preference } from './types.mjs';
 import type { Envelope } from './types.mjs';
 import type { ExternalCall } from './types.mjs';
+import { InboxServer } from './inbox.mjs';
 import { McpServer } from './mcp.mjs';
 import { McpClient } from './mcp.mjs';
 import type { RunRecord } from './types.mjs';

@@ -4,6 +4,7 @@ import { RegistrationError, ToolError } from './errors.mjs'
 import { NativeCancel, NativeEngine } from './native.mjs'
 import { isStandardSchema, standardParser, toJsonSchema } from './schema.mjs'
 import { checkDefinition } from './tool.mjs'
+import { InboxServer } from './inbox.mjs'
 import { McpClient, McpServer, mcpTarget } from './mcp.mjs'
 /** @import { ApprovalRecord, AuditQuery, AuditRecord, BatchResult, BatchStream, Call, Caller, Decision, EngineOptions, Envelope, Execute, ExternalCall, Policy, Preference, RollbackReport, RunOptions, RunRecord, Settings, Tool, ToolSpec } from './types.mjs' */
 
@@ -444,6 +445,21 @@ export class Engine {
    */
   async pendingExternal(runId) {
     return settled(await this.#native.pendingExternal(String(runId)))
+  }
+
+  /**
+   * Starts the approval inbox (docs/operators.md) over this engine's state store and audit
+   * log: pending requests decided in the browser by the operator a token stands for. The
+   * running inbox keeps Node alive until `stop()`.
+   * @param {{tokens: Record<string, import('./types.d.mts').Caller>, bind?: string}} options
+   * @returns {InboxServer}
+   */
+  serveInbox(options) {
+    const { tokens, bind = '127.0.0.1:0' } = options ?? {}
+    if (tokens === null || typeof tokens !== 'object' || Object.keys(tokens).length === 0) {
+      throw new TypeError('serveInbox needs at least one operator token: {tokens: {token: caller}}')
+    }
+    return new InboxServer(this.#native.serveInbox(tokens, String(bind)))
   }
 
   /**

@@ -45,3 +45,33 @@ test('an operator approves from the tooljig bin what a Node app asked', async ()
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('the inbox started from Node decides as the operator', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tooljig-inbox-'))
+  const engine = new Engine({ stateStore: `sqlite://${join(dir, 'store.db')}` })
+  engine.register('wire', tool({ inputSchema: { type: 'object', properties: { amount: { type: 'integer' } }, required: ['amount'] }, execute: ({ amount }) => `sent ${amount}` }), {
+    risk: 'high',
+    approval: { required: 'always' },
+  })
+  const out = await engine.run([{ id: 'w', tool: 'wire', arguments: { amount: 100 } }], { caller: { principal: 'alice' } })
+  assert.throws(() => engine.serveInbox({ tokens: {} }), /at least one operator token/)
+  const server = engine.serveInbox({ tokens: { 'alice-token': { principal: 'alice' } } })
+  try {
+    const auth = { authorization: 'Bearer alice-token' }
+    assert.equal((await fetch(server.url)).status, 401)
+    const page = await (await fetch(server.url, { headers: auth })).text()
+    const field = (name) => page.match(new RegExp(`name=${name} value="([^"]+)"`))[1]
+    const decided = await fetch(new URL('/decide', server.url), {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ id: field('id'), hash: field('hash'), csrf: field('csrf'), decision: 'approve' }),
+      redirect: 'manual',
+    })
+    assert.equal(decided.status, 303)
+    const resumed = await engine.resume(out.runId)
+    assert.deepEqual(resumed.results[0].envelope, { ok: true, data: 'sent 100' })
+  } finally {
+    await server.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -149,6 +149,16 @@ impl PyEngine {
         durable::start(py, self.inner.clone(), args)
     }
 
+    /// Starts the approval inbox on `bind` for the operators `tokens` names.
+    fn serve_inbox(
+        &self,
+        py: Python<'_>,
+        tokens: &Bound<'_, PyAny>,
+        bind: String,
+    ) -> PyResult<crate::inbox::PyInboxServer> {
+        crate::inbox::serve(py, self.inner.clone(), tokens, bind)
+    }
+
     /// Serves the engine's tools over Streamable HTTP (options as `McpServeOptions` JSON;
     /// `auth` is `(hook, is_async)`); returns the running server.
     #[pyo3(signature = (options, auth=None))]

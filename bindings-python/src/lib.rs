@@ -21,6 +21,7 @@ pub mod error;
 pub mod events;
 pub mod handler;
 pub mod host;
+pub mod inbox;
 pub mod mcp;
 pub mod model;
 pub mod outcome;
@@ -65,6 +66,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::PyEngine>()?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_class::<mcp::PyMcpServer>()?;
+    m.add_class::<inbox::PyInboxServer>()?;
     m.add_class::<mcp::PyMcpClient>()?;
     m.add_class::<batch::PyBatch>()?;
     m.add_class::<results::PyCallResult>()?;

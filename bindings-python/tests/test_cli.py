@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import tooljig
 
 
@@ -46,3 +48,48 @@ async def test_an_operator_approves_what_a_python_app_asked(tmp_path: Path) -> N
     verify = tooljig_cli(tmp_path, "audit", "verify")
     assert verify.returncode == 0 and verify.stdout.startswith("intact:"), verify.stderr
     assert tooljig_cli(tmp_path, "nonsense").returncode == 2
+
+
+async def test_the_inbox_started_from_python_decides_as_the_operator(tmp_path: Path) -> None:
+    import asyncio
+    import re
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    engine = tooljig.Engine(state_store=f"sqlite://{tmp_path / 'store.db'}")
+
+    @engine.tool(risk="high", approval={"required": "always"})
+    def wire(amount: int) -> str:
+        """Sends money."""
+        return f"sent {amount}"
+
+    out = await engine.run([{"id": "w", "tool": "wire", "arguments": {"amount": 100}}], caller={"principal": "alice"})
+    with pytest.raises(tooljig.InvalidInputError):
+        engine.serve_inbox(tokens={})
+    server = engine.serve_inbox(tokens={"alice-token": {"principal": "alice"}})
+    try:
+
+        def fetch(path: str, data: dict[str, str] | None = None, token: str = "alice-token") -> tuple[int, str]:
+            body = urllib.parse.urlencode(data).encode() if data is not None else None
+            request = urllib.request.Request(server.url.rstrip("/") + path, body, {"authorization": f"Bearer {token}"})
+            try:
+                with urllib.request.urlopen(request) as response:
+                    return response.status, response.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read().decode()
+
+        assert (await asyncio.to_thread(fetch, "/", None, "nobody"))[0] == 401
+        status, page = await asyncio.to_thread(fetch, "/")
+        assert status == 200 and "wire" in page
+        csrf = re.search(r'name=csrf value="([^"]+)"', page)
+        hash_ = re.search(r'name=hash value="([^"]+)"', page)
+        approval = re.search(r'name=id value="([^"]+)"', page)
+        assert csrf and hash_ and approval
+        form = {"id": approval[1], "hash": hash_[1], "csrf": csrf[1], "decision": "approve"}
+        status, _ = await asyncio.to_thread(fetch, "/decide", form)
+        assert status == 200  # the redirect back to the inbox, followed
+        resumed = await engine.resume(out.run_id)
+        assert resumed[0].envelope == {"ok": True, "data": "sent 100"}
+    finally:
+        server.stop()

@@ -154,18 +154,15 @@ pub async fn run(cli: Cli) -> Result<(), String> {
                 .iter()
                 .map(|t| operator_token(t))
                 .collect::<Result<_, _>>()?;
-            let listener = tokio::net::TcpListener::bind(bind)
-                .await
-                .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
-            let addr = listener.local_addr().map_err(|e| e.to_string())?;
-            eprintln!("tooljig inbox on http://{addr}/ (sign in: /signin?token=...)");
-            let app = crate::inbox::router(engine, tokens)?;
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
-                .await
-                .map_err(|e| e.to_string())
+            let stop = tooljig::CancellationToken::new();
+            let running = crate::inbox::serve(engine, tokens, bind, stop.clone()).await?;
+            eprintln!(
+                "tooljig inbox on http://{}/ (sign in: /signin?token=...)",
+                running.addr
+            );
+            let _ = tokio::signal::ctrl_c().await;
+            stop.cancel();
+            running.task.await.map_err(|e| e.to_string())
         }
         Command::Stats { since } => {
             let sink = audit(&cli)?;

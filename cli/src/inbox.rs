@@ -56,6 +56,37 @@ pub fn router(
         .with_state(inbox))
 }
 
+/// A running inbox server: [`serve`]'s answer.
+pub struct Running {
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
+    /// Ends when the server stopped (after `stop` fired and connections closed).
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+/// Listens on `bind` and serves the inbox until `stop` fires: what `tooljig serve` and the
+/// Python and Node packages' starters run.
+pub async fn serve(
+    engine: Arc<Engine>,
+    tokens: HashMap<String, Caller>,
+    bind: &str,
+    stop: tooljig::CancellationToken,
+) -> Result<Running, String> {
+    let app = router(engine, tokens)?;
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stop.cancelled().await });
+        if let Err(e) = served.await {
+            eprintln!("tooljig: the inbox stopped: {e}");
+        }
+    });
+    Ok(Running { addr, task })
+}
+
 impl Inbox {
     /// The operator this request is from: its bearer token or its cookie.
     fn operator(&self, headers: &HeaderMap) -> Option<Caller> {

@@ -13,6 +13,7 @@ __all__ = [
     "ERROR_CODES",
     "Engine",
     "Event",
+    "InboxServer",
     "McpClient",
     "McpServer",
     "ToolContext",
@@ -91,6 +92,7 @@ class Engine:
         auth: tuple[Callable[[dict[str, Any]], Any], bool] | None = None,
     ) -> McpServer: ...
     def serve_mcp_stdio(self, options: Mapping[str, Any]) -> asyncio.Future[None]: ...
+    def serve_inbox(self, tokens: Mapping[str, Any], bind: str) -> InboxServer: ...
     def mcp_connect(
         self, target: Mapping[str, Any], options: Mapping[str, Any]
     ) -> tuple[McpClient, asyncio.Future[list[str]]]: ...
@@ -101,6 +103,12 @@ class Engine:
         options: dict[str, Any] | None = None,
         events: bool = False,
     ) -> Batch: ...
+
+@final
+class InboxServer:
+    @property
+    def url(self) -> str: ...
+    def stop(self) -> None: ...
 
 @final
 class McpServer:

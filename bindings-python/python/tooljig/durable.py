@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from tooljig import _native
-from tooljig._native import BatchResult, Caller
-from tooljig.errors import ToolError
+from tooljig._native import BatchResult, Caller, InboxServer
+from tooljig.errors import InvalidInputError, ToolError
 from tooljig.schema import invoker_for_schema, is_async_callable
 
 __all__ = ["DurableRuns", "MemoryStore", "SqliteStore", "StateStore"]
@@ -106,6 +106,19 @@ class DurableRuns:
 
     async def _op(self, op: str, **args: Any) -> Any:
         return await self._native.durable({"op": op, **args})
+
+    def serve_inbox(
+        self,
+        *,
+        tokens: Mapping[str, CallerLike],
+        bind: str = "127.0.0.1:0",
+    ) -> InboxServer:
+        """Starts the approval inbox (docs/operators.md) over this engine's state store and
+        audit log: pending requests decided in the browser by the operator a token stands for.
+        Returns the running server (``url``, ``stop()``); it runs no Python code."""
+        if not tokens:
+            raise InvalidInputError("serve_inbox needs at least one operator token")
+        return self._native.serve_inbox({t: _caller(c) for t, c in tokens.items()}, bind)
 
     async def decide(
         self,
