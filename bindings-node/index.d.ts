@@ -154,12 +154,12 @@ export declare class NativeEngine {
    */
   compensateWith(tool: string, handler: number): void
   /** Starts the approval inbox on `bind` for the operators `tokens` names (token → caller). */
-  serveInbox(tokens: any, bind: string): NativeInboxServer
+  serveInbox(tokens: any, bind: string): JsServer
   /**
    * Serves the engine's tools over Streamable HTTP; `auth` is the index of the auth hook
    * in the JS layer's table. Returns once it listens.
    */
-  serveMcpHttp(options?: any | undefined | null, auth?: number | undefined | null): NativeMcpServer
+  serveMcpHttp(options?: any | undefined | null, auth?: number | undefined | null): JsServer
   /**
    * Serves the engine's tools over stdin and stdout; resolves (`{value: null}` or
    * `{error}`) when the client disconnects.
@@ -187,17 +187,6 @@ export declare class NativeFallback {
 }
 export type JsFallback = NativeFallback
 
-/** A running inbox. */
-export declare class NativeInboxServer {
-  /** The inbox's URL. */
-  get url(): string
-  /** Stops the server. */
-  stop(): void
-  /** Resolves once the server stopped. */
-  stopped(): Promise<void>
-}
-export type JsInboxServer = NativeInboxServer
-
 /** A connection to an MCP server whose tools an engine runs. */
 export declare class NativeMcpClient {
   /** Connects and registers the tools; resolves with `{value: names}` or `{error}`. */
@@ -208,17 +197,6 @@ export declare class NativeMcpClient {
   close(): Promise<void>
 }
 export type JsMcpClient = NativeMcpClient
-
-/** A running Streamable HTTP server. */
-export declare class NativeMcpServer {
-  /** The endpoint's URL. */
-  get url(): string
-  /** Stops the server: no new requests, every session ended. */
-  stop(): void
-  /** Resolves once the server stopped. */
-  stopped(): Promise<void>
-}
-export type JsMcpServer = NativeMcpServer
 
 /** A model the agent can call. */
 export declare class NativeModel {
@@ -292,6 +270,17 @@ export declare class NativeProvider {
   toolResults(results: any): any
 }
 export type JsProvider = NativeProvider
+
+/** A running server. */
+export declare class NativeServer {
+  /** The server's URL. */
+  get url(): string
+  /** Stops the server. */
+  stop(): void
+  /** Resolves once the server stopped. */
+  stopped(): Promise<void>
+}
+export type JsServer = NativeServer
 
 /** The events and the final result of a running batch. */
 export declare class NativeStream {

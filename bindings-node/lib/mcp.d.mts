@@ -36,23 +36,8 @@ export function mcpTarget(server: string | string[] | object, options: McpClient
  * @property {number} [maxResponseBytes] Largest JSON response accepted from an HTTP server.
  * @property {number} [connectTimeoutMs] How long connecting may take (10 s).
  */
-/** A running Streamable HTTP server: `engine.serveMcp()`. Stop it to let Node exit. */
-export class McpServer {
-    /** @param {any} native */
-    constructor(native: any);
-    /** The endpoint's URL, e.g. `http://127.0.0.1:38211/mcp`. */
-    get url(): string;
-    /**
-     * Stops accepting, ends every session, and resolves once the server stopped.
-     * @returns {Promise<void>}
-     */
-    stop(): Promise<void>;
-    /**
-     * Resolves once the server stopped (serve until then).
-     * @returns {Promise<void>}
-     */
-    wait(): Promise<void>;
-    #private;
+/** A running Streamable HTTP server: `engine.serveMcp()`; its `url`, `stop()`, `wait()`. */
+export class McpServer extends Server {
 }
 /** A connection to an MCP server whose tools an engine runs: `engine.connectMcp()`. */
 export class McpClient {
@@ -178,3 +163,4 @@ export type McpClientOptions = {
      */
     connectTimeoutMs?: number;
 };
+import { Server } from './server.mjs';

@@ -1,5 +1,6 @@
 // MCP both ways (docs/mcp.md): the handles `engine.serveMcp()` and `engine.connectMcp()`
 // return. The behaviour is the core's; these classes only hold the native halves.
+import { Server } from './server.mjs'
 
 /**
  * @typedef {object} McpServeOptions
@@ -34,39 +35,8 @@
  * @property {number} [connectTimeoutMs] How long connecting may take (10 s).
  */
 
-/** A running Streamable HTTP server: `engine.serveMcp()`. Stop it to let Node exit. */
-export class McpServer {
-  #native
-  #stopped
-
-  /** @param {any} native */
-  constructor(native) {
-    this.#native = native
-    this.#stopped = native.stopped()
-  }
-
-  /** The endpoint's URL, e.g. `http://127.0.0.1:38211/mcp`. */
-  get url() {
-    return /** @type {string} */ (this.#native.url)
-  }
-
-  /**
-   * Stops accepting, ends every session, and resolves once the server stopped.
-   * @returns {Promise<void>}
-   */
-  async stop() {
-    this.#native.stop()
-    await this.#stopped
-  }
-
-  /**
-   * Resolves once the server stopped (serve until then).
-   * @returns {Promise<void>}
-   */
-  wait() {
-    return this.#stopped
-  }
-}
+/** A running Streamable HTTP server: `engine.serveMcp()`; its `url`, `stop()`, `wait()`. */
+export class McpServer extends Server {}
 
 /** A connection to an MCP server whose tools an engine runs: `engine.connectMcp()`. */
 export class McpClient {

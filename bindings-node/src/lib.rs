@@ -47,6 +47,7 @@ mod model;
 mod outcome;
 mod providers;
 mod seams;
+mod server;
 mod stream;
 
 use napi_derive::napi;

@@ -6,13 +6,12 @@
 use crate::convert::{keys, shape};
 use crate::engine::JsEngine;
 use crate::seams::JsMcpAuth;
+use crate::server::JsServer;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Status};
 use napi_derive::napi;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
-use tokio::sync::watch;
-use tooljig::CancellationToken;
 use tooljig::mcp::{McpClient, McpClientOptions, McpServeOptions, McpServer, McpTarget};
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> napi::Error {
@@ -22,39 +21,6 @@ fn invalid(what: &str, e: impl std::fmt::Display) -> napi::Error {
 fn failed(e: impl std::fmt::Display) -> String {
     json!({"error": {"code": "unavailable", "message": e.to_string(), "retryable": true}})
         .to_string()
-}
-
-/// A running Streamable HTTP server.
-#[napi(js_name = "NativeMcpServer")]
-pub struct JsMcpServer {
-    url: String,
-    stop: CancellationToken,
-    stopped: watch::Receiver<bool>,
-}
-
-#[napi]
-impl JsMcpServer {
-    /// The endpoint's URL.
-    #[napi(getter)]
-    pub fn url(&self) -> String {
-        self.url.clone()
-    }
-
-    /// Stops the server: no new requests, every session ended.
-    #[napi]
-    pub fn stop(&self) {
-        self.stop.cancel();
-    }
-
-    /// Resolves once the server stopped.
-    #[napi(ts_return_type = "Promise<void>")]
-    pub fn stopped<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let mut stopped = self.stopped.clone();
-        env.spawn_future(async move {
-            let _ = stopped.wait_for(|done| *done).await;
-            Ok(())
-        })
-    }
 }
 
 /// A connection to an MCP server whose tools an engine runs.
@@ -141,7 +107,7 @@ impl JsEngine {
         &self,
         options: Option<Value>,
         auth: Option<u32>,
-    ) -> napi::Result<JsMcpServer> {
+    ) -> napi::Result<JsServer> {
         let mut server = McpServer::new(self.core(), serve_options(options)?);
         if let Some(index) = auth {
             server = server.with_auth(Arc::new(JsMcpAuth::new(self.dispatcher(), index)));
@@ -149,16 +115,14 @@ impl JsEngine {
         // Binding is immediate; no JS runs meanwhile.
         let running = napi::bindgen_prelude::block_on(server.serve_http())
             .map_err(|e| invalid("engine.serveMcp()", e))?;
-        let (done, stopped) = watch::channel(false);
         let stop = running.stopper();
         let url = running.url().to_string();
         let until = stop.clone();
-        napi::bindgen_prelude::spawn(async move {
+        let task = napi::bindgen_prelude::spawn(async move {
             until.cancelled().await;
             running.stop().await;
-            let _ = done.send(true);
         });
-        Ok(JsMcpServer { url, stop, stopped })
+        Ok(JsServer::new(url, stop, task))
     }
 
     /// Serves the engine's tools over stdin and stdout; resolves (`{value: null}` or

@@ -111,6 +111,18 @@ impl Inbox {
             .map(|(_, caller)| caller.clone())
     }
 
+    /// The operator of a POST: authenticated, and holding the form's CSRF token issued to
+    /// them (a forged form, or one issued to someone else, is refused).
+    #[allow(clippy::result_large_err)] // the refusal is the response itself
+    fn poster(&self, headers: &HeaderMap, csrf: &str) -> Result<Caller, Response> {
+        let operator = self.operator(headers).ok_or_else(unauthorized)?;
+        let who = operator.principal.as_deref().unwrap_or_default();
+        if !self.csrf.verify(&[b"csrf", who.as_bytes()], csrf) {
+            return Err((StatusCode::FORBIDDEN, "this form was not issued to you").into_response());
+        }
+        Ok(operator)
+    }
+
     fn csrf_for(&self, operator: &Caller) -> String {
         let who = operator.principal.as_deref().unwrap_or_default();
         self.csrf.mac(&[b"csrf", who.as_bytes()])
@@ -160,8 +172,9 @@ fn head(title: &str) -> String {
     )
 }
 
-/// `/events`: a server-sent event whenever the set of pending requests changes, so the page
-/// shows new ones without a reload by hand (the store is read every second).
+/// `/events`: `ready` once the pending requests are known, then `pending` whenever their set
+/// changes, so the page shows new ones without a reload by hand (the store is read every
+/// second).
 async fn events(State(inbox): State<Arc<Inbox>>, headers: HeaderMap) -> Response {
     let Some(operator) = inbox.operator(&headers) else {
         return unauthorized();
@@ -177,14 +190,12 @@ async fn events(State(inbox): State<Arc<Inbox>>, headers: HeaderMap) -> Response
                     Err(_) => Vec::new(),
                 };
                 if seen.as_ref() != Some(&now) {
-                    let event = Event::default()
-                        .event("pending")
-                        .data(now.len().to_string());
-                    let first = seen.is_none();
+                    // The first event only says what the page already shows (`ready`); the
+                    // page reloads on `pending`, a change after that.
+                    let kind = if seen.is_none() { "ready" } else { "pending" };
+                    let event = Event::default().event(kind).data(now.len().to_string());
                     seen = Some(now);
-                    if !first {
-                        return Some((Ok::<_, std::convert::Infallible>(event), seen));
-                    }
+                    return Some((Ok::<_, std::convert::Infallible>(event), seen));
                 }
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             }
@@ -322,12 +333,8 @@ async fn verify(
     headers: HeaderMap,
     Form(form): Form<VerifyForm>,
 ) -> Response {
-    let Some(operator) = inbox.operator(&headers) else {
-        return unauthorized();
-    };
-    let who = operator.principal.as_deref().unwrap_or_default();
-    if !inbox.csrf.verify(&[b"csrf", who.as_bytes()], &form.csrf) {
-        return (StatusCode::FORBIDDEN, "this form was not issued to you").into_response();
+    if let Err(refused) = inbox.poster(&headers, &form.csrf) {
+        return refused;
     }
     let Some(sink) = inbox.engine.audit() else {
         return (StatusCode::NOT_FOUND, "no audit log was given").into_response();
@@ -427,13 +434,10 @@ async fn decide(
     headers: HeaderMap,
     Form(form): Form<DecisionForm>,
 ) -> Response {
-    let Some(operator) = inbox.operator(&headers) else {
-        return unauthorized();
+    let operator = match inbox.poster(&headers, &form.csrf) {
+        Ok(operator) => operator,
+        Err(refused) => return refused,
     };
-    let who = operator.principal.as_deref().unwrap_or_default();
-    if !inbox.csrf.verify(&[b"csrf", who.as_bytes()], &form.csrf) {
-        return (StatusCode::FORBIDDEN, "this form was not issued to you").into_response();
-    }
     let engine = &inbox.engine;
     let decided = match form.decision.as_str() {
         "approve" => engine.approve(&form.id, &form.hash, &operator, None).await,

@@ -271,7 +271,8 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
     let verdict = verify(csrf.clone()).await.text().await.unwrap();
     assert!(verdict.contains("Intact:"), "{verdict}");
 
-    // New requests are announced to an open page (server-sent events).
+    // New requests are announced to an open page (server-sent events): `ready` first, then
+    // `pending` when the set changes.
     let mut stream = http
         .get(format!("{base}/events"))
         .bearer_auth("alice-token")
@@ -279,6 +280,22 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
         .await
         .unwrap();
     assert_eq!(stream.status(), 200);
+    let mut seen = String::new();
+    let mut read_until = async |what: &str| {
+        tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while !seen.contains(what) {
+                let chunk = stream
+                    .chunk()
+                    .await
+                    .unwrap()
+                    .expect("the stream stays open");
+                seen.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {what} within 10 s: {seen}"));
+    };
+    read_until("event: ready").await;
     let more = vec![Call::new(
         "n",
         "send_email",
@@ -287,19 +304,7 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
     let _later = engine
         .run(more, Caller::principal("alice"), BatchOptions::default())
         .await;
-    let announced = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-        let mut seen = String::new();
-        while let Some(chunk) = stream.chunk().await.unwrap() {
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-            if seen.contains("event: pending") {
-                return seen;
-            }
-        }
-        seen
-    })
-    .await
-    .expect("an event within 10 s");
-    assert!(announced.contains("event: pending"), "{announced}");
+    read_until("event: pending").await;
 
     // The run resumes in the app: the approved call ran, the rejected one did not.
     let resumed = engine.resume(&run_id).await.unwrap();
