@@ -18,12 +18,12 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Arc;
 use tooljig::seal::SealKey;
-use tooljig::{ApprovalRecord, Caller, Engine};
+use tooljig::{ApprovalRecord, BearerTokens, Caller, Engine};
 
 /// What the inbox serves from.
 pub struct Inbox {
     engine: Arc<Engine>,
-    tokens: HashMap<String, Caller>,
+    tokens: BearerTokens,
     csrf: SealKey,
 }
 
@@ -42,7 +42,7 @@ pub fn router(
         .collect();
     let inbox = Arc::new(Inbox {
         engine,
-        tokens,
+        tokens: BearerTokens(tokens),
         csrf: SealKey::new(key)?,
     });
     Ok(axum::Router::new()
@@ -100,15 +100,7 @@ impl Inbox {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
             .find_map(|c| c.trim().strip_prefix("tooljig_token="));
-        self.caller_of(bearer.or(cookie)?)
-    }
-
-    /// The operator a token stands for (compared in constant time).
-    fn caller_of(&self, token: &str) -> Option<Caller> {
-        self.tokens
-            .iter()
-            .find(|(known, _)| constant_time_eq(known.as_bytes(), token.as_bytes()))
-            .map(|(_, caller)| caller.clone())
+        self.tokens.caller_of(bearer.or(cookie)?)
     }
 
     /// The operator of a POST: authenticated, and holding the form's CSRF token issued to
@@ -129,10 +121,6 @@ impl Inbox {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 fn unauthorized() -> Response {
     let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
     (
@@ -150,7 +138,7 @@ struct SignIn {
 }
 
 async fn signin(State(inbox): State<Arc<Inbox>>, Query(q): Query<SignIn>) -> Response {
-    if inbox.caller_of(&q.token).is_none() {
+    if inbox.tokens.caller_of(&q.token).is_none() {
         return unauthorized();
     }
     let cookie = format!(

@@ -22,6 +22,7 @@
 
 // The data a call is made of, from the ground up: nothing here imports a step.
 pub mod batch;
+pub mod bearer;
 pub mod call;
 pub mod caller;
 pub mod depth;
@@ -80,6 +81,7 @@ pub use audit::{
     Redaction, SqliteAudit,
 };
 pub use batch::{BatchOptions, BatchResult, RollbackEntry, RollbackOutcome, RollbackReport};
+pub use bearer::BearerTokens;
 pub use cache::{CachePolicy, CacheScope};
 pub use call::{Call, CallResult, CallStatus};
 pub use caller::Caller;

@@ -8,7 +8,7 @@
 
 use crate::caller::Caller;
 use crate::handler::{BoxFuture, HostData};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -68,10 +68,9 @@ where
     Arc::new(FnAuth(f))
 }
 
-/// The simplest hook: a table of bearer tokens, each standing for one caller.
-#[derive(Debug, Clone, Default)]
-pub struct BearerTokens(pub HashMap<String, Caller>);
+pub use crate::bearer::BearerTokens;
 
+/// The simplest hook: a table of bearer tokens, each standing for one caller.
 impl McpAuth for BearerTokens {
     fn authenticate(
         &self,
@@ -81,25 +80,17 @@ impl McpAuth for BearerTokens {
         let found = match request.bearer() {
             None => Err("a bearer token is required".to_string()),
             Some(token) => self
-                .0
-                .iter()
-                .find(|(known, _)| constant_time_eq(known.as_bytes(), token.as_bytes()))
-                .map(|(_, caller)| caller.clone())
+                .caller_of(token)
                 .ok_or_else(|| "unknown bearer token".to_string()),
         };
         Box::pin(std::future::ready(found))
     }
 }
 
-/// Compares without stopping at the first differing byte, so response times do not tell an
-/// attacker how much of a token they guessed.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     fn request(authorization: &str) -> McpRequest {
         let mut headers = BTreeMap::new();
