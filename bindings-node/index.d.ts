@@ -153,8 +153,11 @@ export declare class NativeEngine {
    * compensation of `tool`; it receives `{arguments, result}`.
    */
   compensateWith(tool: string, handler: number): void
-  /** Starts the approval inbox on `bind` for the operators `tokens` names (token → caller). */
-  serveInbox(tokens: any, bind: string): JsServer
+  /**
+   * Starts the approval inbox on `bind` for the operators the auth hook at index `auth`
+   * of the JS layer's table accepts, or else those `tokens` names.
+   */
+  serveInbox(tokens: any | undefined | null, bind: string, auth?: number | undefined | null): JsServer
   /**
    * Serves the engine's tools over Streamable HTTP; `auth` is the index of the auth hook
    * in the JS layer's table. Returns once it listens.

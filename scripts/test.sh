@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the project: Rust core, Python package, Node package, UI stream check,
-# the MCP conformance suite, and the fuzz targets for a bounded time.
+# Runs every test of the project: Rust core, Python package, Node package, the inbox in a
+# browser, UI stream check, the MCP conformance suite, and the fuzz targets for a bounded time.
 # Each part installs what it needs (venv, maturin, npm packages) on first run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +27,7 @@ run() {
 
 run "rust" cargo test -p tooljig -p tooljig-cli --all-targets --no-fail-fast
 run "rust-doc" cargo test -p tooljig --doc
-for part in bindings-python bindings-node tests/ui-stream tests/mcp-conformance; do
+for part in bindings-python bindings-node tests/inbox-browser tests/ui-stream tests/mcp-conformance; do
   if [ -f "$part/run-tests.sh" ]; then
     run "$part" bash "$part/run-tests.sh"
   else

@@ -13,8 +13,8 @@ export class Dispatcher {
     resolvers: any[];
     /** The engine's approval predicate, if any. */
     predicate: any;
-    /** Auth hooks of the engine's MCP servers, by the index the native engine knows them by. */
-    mcpAuths: any[];
+    /** Auth hooks of the engine's servers (MCP, inbox), by the index the native engine knows them by. */
+    httpAuths: any[];
     /** Calls in flight by token; a token missing here was timed out or cancelled. */
     live: Map<any, any>;
     outbox: any[];

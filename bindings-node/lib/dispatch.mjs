@@ -104,8 +104,8 @@ export class Dispatcher {
   resolvers = []
   /** The engine's approval predicate, if any. */
   predicate = null
-  /** Auth hooks of the engine's MCP servers, by the index the native engine knows them by. */
-  mcpAuths = []
+  /** Auth hooks of the engine's servers (MCP, inbox), by the index the native engine knows them by. */
+  httpAuths = []
   /** Calls in flight by token; a token missing here was timed out or cancelled. */
   live = new Map()
   outbox = []
@@ -139,7 +139,7 @@ export class Dispatcher {
       }
       for (const [token, kind, index, request] of asks) {
         const fn =
-          kind === 'hook' ? this.hook : kind === 'predicate' ? this.predicate : kind === 'mcp_auth' ? this.mcpAuths[index] : this.resolvers[index]
+          kind === 'hook' ? this.hook : kind === 'predicate' ? this.predicate : kind === 'http_auth' ? this.httpAuths[index] : this.resolvers[index]
         this.live.set(token, null)
         this.#start(token, { execute: fn, parse: null }, request, undefined)
       }

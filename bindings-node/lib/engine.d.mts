@@ -198,13 +198,16 @@ export class Engine {
     pendingExternal(runId: string): Promise<ExternalCall[]>;
     /**
      * Starts the approval inbox (docs/operators.md) over this engine's state store and audit
-     * log: pending requests decided in the browser by the operator a token stands for. The
+     * log: pending requests decided in the browser by an operator. Who is one: `tokens` (bearer
+     * token → caller; the browser signs in with one), or `auth` (request → caller, may be
+     * async; a throw refuses; the sign-in cookie arrives as `authorization: Bearer ...`). The
      * running inbox keeps Node alive until `stop()`.
-     * @param {{tokens: Record<string, import('./types.d.mts').Caller>, bind?: string}} options
+     * @param {{tokens?: Record<string, import('./types.d.mts').Caller>, auth?: (request: import('./server.mjs').HttpRequest) => import('./types.d.mts').Caller | Promise<import('./types.d.mts').Caller>, bind?: string}} options
      * @returns {InboxServer}
      */
     serveInbox(options: {
-        tokens: Record<string, import("./types.d.mts").Caller>;
+        tokens?: Record<string, import("./types.d.mts").Caller>;
+        auth?: (request: import("./server.mjs").HttpRequest) => import("./types.d.mts").Caller | Promise<import("./types.d.mts").Caller>;
         bind?: string;
     }): InboxServer;
     /**

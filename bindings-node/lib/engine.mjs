@@ -449,17 +449,24 @@ export class Engine {
 
   /**
    * Starts the approval inbox (docs/operators.md) over this engine's state store and audit
-   * log: pending requests decided in the browser by the operator a token stands for. The
+   * log: pending requests decided in the browser by an operator. Who is one: `tokens` (bearer
+   * token → caller; the browser signs in with one), or `auth` (request → caller, may be
+   * async; a throw refuses; the sign-in cookie arrives as `authorization: Bearer ...`). The
    * running inbox keeps Node alive until `stop()`.
-   * @param {{tokens: Record<string, import('./types.d.mts').Caller>, bind?: string}} options
+   * @param {{tokens?: Record<string, import('./types.d.mts').Caller>, auth?: (request: import('./server.mjs').HttpRequest) => import('./types.d.mts').Caller | Promise<import('./types.d.mts').Caller>, bind?: string}} options
    * @returns {InboxServer}
    */
   serveInbox(options) {
-    const { tokens, bind = '127.0.0.1:0' } = options ?? {}
-    if (tokens === null || typeof tokens !== 'object' || Object.keys(tokens).length === 0) {
-      throw new TypeError('serveInbox needs at least one operator token: {tokens: {token: caller}}')
+    const { tokens, auth, bind = '127.0.0.1:0' } = options ?? {}
+    if (auth !== undefined && auth !== null) {
+      if (typeof auth !== 'function') throw new TypeError('options.auth must be a function')
+      const index = this.#dispatcher.httpAuths.push(auth) - 1
+      return new InboxServer(this.#native.serveInbox(null, String(bind), index))
     }
-    return new InboxServer(this.#native.serveInbox(tokens, String(bind)))
+    if (tokens === null || typeof tokens !== 'object' || Object.keys(tokens).length === 0) {
+      throw new TypeError('serveInbox needs operator tokens ({tokens: {token: caller}}) or an auth hook')
+    }
+    return new InboxServer(this.#native.serveInbox(tokens, String(bind), null))
   }
 
   /**
@@ -475,7 +482,7 @@ export class Engine {
     let index = null
     if (auth !== undefined && auth !== null) {
       if (typeof auth !== 'function') throw new TypeError('options.auth must be a function')
-      index = this.#dispatcher.mcpAuths.push(auth) - 1
+      index = this.#dispatcher.httpAuths.push(auth) - 1
     }
     return new McpServer(this.#native.serveMcpHttp(rest, index))
   }

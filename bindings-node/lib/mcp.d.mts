@@ -12,7 +12,7 @@ export function mcpTarget(server: string | string[] | object, options: McpClient
  * @property {string} [path] The endpoint's path (`'/mcp'`).
  * @property {import('./types.d.mts').Caller} [caller] Who calls when neither `auth` nor `tokens` is given (and over stdio).
  * @property {Record<string, import('./types.d.mts').Caller>} [tokens] Bearer tokens, each standing for one caller.
- * @property {(request: {method: string, path: string, headers: Record<string, string>}) => import('./types.d.mts').Caller | Promise<import('./types.d.mts').Caller>} [auth]
+ * @property {(request: import('./server.mjs').HttpRequest) => import('./types.d.mts').Caller | Promise<import('./types.d.mts').Caller>} [auth]
  *   Maps each HTTP request to its caller; a throw refuses it with 401.
  * @property {string} [name] `serverInfo.name`.
  * @property {string} [version] `serverInfo.version`.
@@ -83,11 +83,7 @@ export type McpServeOptions = {
     /**
      * Maps each HTTP request to its caller; a throw refuses it with 401.
      */
-    auth?: (request: {
-        method: string;
-        path: string;
-        headers: Record<string, string>;
-    }) => import("./types.d.mts").Caller | Promise<import("./types.d.mts").Caller>;
+    auth?: (request: import("./server.mjs").HttpRequest) => import("./types.d.mts").Caller | Promise<import("./types.d.mts").Caller>;
     /**
      * `serverInfo.name`.
      */

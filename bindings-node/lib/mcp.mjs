@@ -9,7 +9,7 @@ import { Server } from './server.mjs'
  * @property {string} [path] The endpoint's path (`'/mcp'`).
  * @property {import('./types.d.mts').Caller} [caller] Who calls when neither `auth` nor `tokens` is given (and over stdio).
  * @property {Record<string, import('./types.d.mts').Caller>} [tokens] Bearer tokens, each standing for one caller.
- * @property {(request: {method: string, path: string, headers: Record<string, string>}) => import('./types.d.mts').Caller | Promise<import('./types.d.mts').Caller>} [auth]
+ * @property {(request: import('./server.mjs').HttpRequest) => import('./types.d.mts').Caller | Promise<import('./types.d.mts').Caller>} [auth]
  *   Maps each HTTP request to its caller; a throw refuses it with 401.
  * @property {string} [name] `serverInfo.name`.
  * @property {string} [version] `serverInfo.version`.

@@ -1,5 +1,14 @@
 // A server the addon runs for the app: `engine.serveMcp()` and `engine.serveInbox()` answer one.
 
+/**
+ * What a server's auth hook sees of one HTTP request (`auth` of `serveMcp()` and
+ * `serveInbox()`); the hook answers the caller, or throws to refuse with 401.
+ * @typedef {object} HttpRequest
+ * @property {string} method `GET`, `POST`, ...
+ * @property {string} path The request path.
+ * @property {Record<string, string>} headers Its headers, names lowercased.
+ */
+
 /** A running server. It keeps Node alive, like an `http.Server`, until it is stopped. */
 export class Server {
   #native

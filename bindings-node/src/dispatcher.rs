@@ -67,8 +67,8 @@ pub enum AppFunction {
     Resolver(u32),
     /// The engine's approval predicate.
     ApprovalPredicate,
-    /// The auth hook at this index of the JS layer's MCP auth table.
-    McpAuth(u32),
+    /// The auth hook at this index of the JS layer's auth table (MCP servers, inboxes).
+    HttpAuth(u32),
 }
 
 #[derive(Default)]
@@ -110,7 +110,7 @@ struct Drained<'a> {
         Option<&'a str>,
     )>,
     /// `[token, "hook", 0, request]`, `[token, "resolver", index, request]`,
-    /// `[token, "predicate", 0, request]` or `[token, "mcp_auth", index, request]` per ask.
+    /// `[token, "predicate", 0, request]` or `[token, "http_auth", index, request]` per ask.
     asks: Vec<(u64, &'static str, u32, &'a Value)>,
     /// Tokens whose signal must fire.
     aborts: Vec<u64>,
@@ -172,7 +172,7 @@ impl Shared {
                 AppFunction::PolicyHook => (a.token, "hook", 0, &a.request),
                 AppFunction::Resolver(i) => (a.token, "resolver", i, &a.request),
                 AppFunction::ApprovalPredicate => (a.token, "predicate", 0, &a.request),
-                AppFunction::McpAuth(i) => (a.token, "mcp_auth", i, &a.request),
+                AppFunction::HttpAuth(i) => (a.token, "http_auth", i, &a.request),
             })
             .collect();
         let drained = Drained {

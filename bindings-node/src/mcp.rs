@@ -5,7 +5,7 @@
 
 use crate::convert::{keys, shape};
 use crate::engine::JsEngine;
-use crate::seams::JsMcpAuth;
+use crate::seams::JsHttpAuth;
 use crate::server::JsServer;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Status};
@@ -110,7 +110,7 @@ impl JsEngine {
     ) -> napi::Result<JsServer> {
         let mut server = McpServer::new(self.core(), serve_options(options)?);
         if let Some(index) = auth {
-            server = server.with_auth(Arc::new(JsMcpAuth::new(self.dispatcher(), index)));
+            server = server.with_auth(Arc::new(JsHttpAuth::new(self.dispatcher(), index)));
         }
         // Binding is immediate; no JS runs meanwhile.
         let running = napi::bindgen_prelude::block_on(server.serve_http())

@@ -54,7 +54,7 @@ test('the inbox started from Node decides as the operator', async () => {
     approval: { required: 'always' },
   })
   const out = await engine.run([{ id: 'w', tool: 'wire', arguments: { amount: 100 } }], { caller: { principal: 'alice' } })
-  assert.throws(() => engine.serveInbox({ tokens: {} }), /at least one operator token/)
+  assert.throws(() => engine.serveInbox({ tokens: {} }), /operator tokens/)
   const server = engine.serveInbox({ tokens: { 'alice-token': { principal: 'alice' } } })
   try {
     const auth = { authorization: 'Bearer alice-token' }
@@ -73,5 +73,30 @@ test('the inbox started from Node decides as the operator', async () => {
   } finally {
     await server.stop()
     rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('the inbox asks the app’s async auth hook who calls', async () => {
+  const engine = new Engine()
+  const seen = []
+  const server = engine.serveInbox({
+    auth: async (request) => {
+      seen.push(request.path)
+      const who = request.headers['x-operator']
+      if (who === undefined || who === 'mallory') throw new Error('not an operator')
+      return { principal: who }
+    },
+  })
+  try {
+    const grace = await fetch(server.url, { headers: { 'x-operator': 'grace' } })
+    assert.equal(grace.status, 200)
+    assert.match(await grace.text(), /Signed in as <b>grace<\/b>/)
+    const mallory = await fetch(server.url, { headers: { 'x-operator': 'mallory' } })
+    assert.equal(mallory.status, 401)
+    assert.match(await mallory.text(), /not an operator/)
+    assert.deepEqual(seen, ['/', '/'])
+    assert.throws(() => engine.serveInbox({ auth: 'nope' }), /must be a function/)
+  } finally {
+    await server.stop()
   }
 })

@@ -149,14 +149,17 @@ impl PyEngine {
         durable::start(py, self.inner.clone(), args)
     }
 
-    /// Starts the approval inbox on `bind` for the operators `tokens` names.
+    /// Starts the approval inbox on `bind` for the operators `tokens` names (token → caller),
+    /// or those `auth` (`(hook, is_async)`) accepts.
+    #[pyo3(signature = (tokens, bind, auth=None))]
     fn serve_inbox(
         &self,
         py: Python<'_>,
         tokens: &Bound<'_, PyAny>,
         bind: String,
+        auth: Option<(Py<PyAny>, bool)>,
     ) -> PyResult<crate::inbox::PyInboxServer> {
-        crate::inbox::serve(py, self.inner.clone(), tokens, bind)
+        crate::inbox::serve(py, self.inner.clone(), tokens, bind, auth)
     }
 
     /// Serves the engine's tools over Streamable HTTP (options as `McpServeOptions` JSON;

@@ -9,7 +9,7 @@ use crate::convert;
 use crate::error;
 use crate::host::{BatchHost, Msg};
 use crate::runtime;
-use crate::seams::PyMcpAuth;
+use crate::seams::PyHttpAuth;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3_async_runtimes::TaskLocals;
@@ -91,7 +91,7 @@ fn server(
         .map_err(|e| error::invalid_input(py, "MCP server options", e))?;
     let mut server = McpServer::new(engine, options).with_host(host);
     if let Some((hook, is_async)) = auth {
-        server = server.with_auth(Arc::new(PyMcpAuth::new(hook, is_async)));
+        server = server.with_auth(Arc::new(PyHttpAuth::new(hook, is_async)));
     }
     Ok(server)
 }

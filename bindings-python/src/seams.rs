@@ -13,10 +13,10 @@ use pyo3::prelude::*;
 use serde_json::Value;
 use serde_json::json;
 use std::sync::Arc;
-use tooljig::mcp::{McpAuth, McpRequest};
 use tooljig::{
     AccessDecision, AccessRequest, ApprovalPredicate, ApprovalQuery, BoxFuture, Caller,
-    HandlerError, HostData, PolicyHook, Resolution, ResolveRequest, Resolver,
+    HandlerError, HostData, HttpAuth, HttpRequest, PolicyHook, Resolution, ResolveRequest,
+    Resolver,
 };
 
 /// An app callable and how it runs.
@@ -155,30 +155,30 @@ impl ApprovalPredicate for PyApprovalPredicate {
     }
 }
 
-/// The MCP server's auth hook: `auth(request)` gets `{method, path, headers}` (header names
+/// The auth hook of a server (the MCP server, the approval inbox): `auth(request)` gets `{method, path, headers}` (header names
 /// lowercased) and returns the caller (a dict or a `Caller`); raising refuses the request,
 /// the exception's message going back with the 401.
-pub struct PyMcpAuth(PyCallable);
+pub struct PyHttpAuth(PyCallable);
 
-impl PyMcpAuth {
+impl PyHttpAuth {
     /// The hook over the package's wrapper of the app's callable.
     pub fn new(invoke: Py<PyAny>, is_async: bool) -> Self {
-        PyMcpAuth(PyCallable::new(invoke, is_async))
+        PyHttpAuth(PyCallable::new(invoke, is_async))
     }
 }
 
-impl McpAuth for PyMcpAuth {
+impl HttpAuth for PyHttpAuth {
     fn authenticate(
         &self,
-        request: McpRequest,
+        request: HttpRequest,
         host: Option<HostData>,
     ) -> BoxFuture<Result<Caller, String>> {
         let request = serde_json::to_value(&request).unwrap_or(Value::Null);
-        let answer = self.0.ask(request, host, "the MCP auth hook");
+        let answer = self.0.ask(request, host, "the auth hook");
         Box::pin(async move {
             match answer.await {
                 Ok(value) => serde_json::from_value(value)
-                    .map_err(|e| format!("the MCP auth hook returned no caller: {e}")),
+                    .map_err(|e| format!("the auth hook returned no caller: {e}")),
                 Err(HandlerError::Tool(e)) => Err(e.message),
                 Err(HandlerError::Needs(_)) => Err("refused".into()),
                 Err(HandlerError::Unexpected { detail }) => {

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,5 +92,42 @@ async def test_the_inbox_started_from_python_decides_as_the_operator(tmp_path: P
         assert status == 200  # the redirect back to the inbox, followed
         resumed = await engine.resume(out.run_id)
         assert resumed[0].envelope == {"ok": True, "data": "sent 100"}
+    finally:
+        server.stop()
+
+
+async def test_the_inbox_asks_the_apps_async_auth_hook(tmp_path: Path) -> None:
+    import asyncio
+    import urllib.error
+    import urllib.request
+
+    engine = tooljig.Engine(state_store=f"sqlite://{tmp_path / 'store.db'}")
+    seen: list[str] = []
+
+    async def auth(request: dict[str, Any]) -> dict[str, Any]:
+        seen.append(request["path"])
+        who = request["headers"].get("x-operator")
+        if who is None or who == "mallory":
+            raise PermissionError("not an operator")
+        return {"principal": who}
+
+    with pytest.raises(tooljig.InvalidInputError):
+        engine.serve_inbox(auth="nope")  # type: ignore[arg-type]
+    server = engine.serve_inbox(auth=auth)
+    try:
+
+        def fetch(who: str) -> tuple[int, str]:
+            request = urllib.request.Request(server.url, headers={"x-operator": who})
+            try:
+                with urllib.request.urlopen(request) as response:
+                    return response.status, response.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read().decode()
+
+        status, page = await asyncio.to_thread(fetch, "grace")
+        assert status == 200 and "Signed in as <b>grace</b>" in page
+        status, page = await asyncio.to_thread(fetch, "mallory")
+        assert status == 401 and "not an operator" in page
+        assert seen == ["/", "/"]
     finally:
         server.stop()

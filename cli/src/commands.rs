@@ -155,9 +155,14 @@ pub async fn run(cli: Cli) -> Result<(), String> {
                 .map(|t| operator_token(t))
                 .collect::<Result<_, _>>()?;
             let stop = tooljig::CancellationToken::new();
-            let running = crate::inbox::serve(engine, tokens, bind, stop.clone()).await?;
+            let running = crate::inbox::serve(
+                crate::inbox::router(engine, crate::inbox::tokens(tokens)?, None)?,
+                bind,
+                stop.clone(),
+            )
+            .await?;
             eprintln!(
-                "tooljig inbox on http://{}/ (sign in: /signin?token=...)",
+                "tooljig inbox on http://{}/ (sign in there with an operator token)",
                 running.addr
             );
             let _ = tokio::signal::ctrl_c().await;

@@ -69,8 +69,9 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
         ("alice-token".to_string(), Caller::principal("alice")),
         ("mallory-token".to_string(), Caller::principal("mallory")),
     ]);
-    let app = tooljig_cli::inbox::router(engine.clone(), tokens).unwrap();
-    assert!(tooljig_cli::inbox::router(engine.clone(), HashMap::new()).is_err());
+    assert!(tooljig_cli::inbox::tokens(HashMap::new()).is_err());
+    let auth = tooljig_cli::inbox::tokens(tokens).unwrap();
+    let app = tooljig_cli::inbox::router(engine.clone(), auth, None).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -88,19 +89,18 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
         .await
         .unwrap();
     assert_eq!(guess.status(), 401);
-    assert_eq!(
-        http.get(format!("{base}/signin?token=nope"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        401
+    let refused = http.get(&base).send().await.unwrap().text().await.unwrap();
+    assert!(
+        refused.contains("action=/signin"),
+        "a sign-in form: {refused}"
     );
-    let signin = http
-        .get(format!("{base}/signin?token=alice-token"))
-        .send()
-        .await
-        .unwrap();
+    let signin = |token: &'static str| {
+        http.post(format!("{base}/signin"))
+            .form(&[("token", token)])
+            .send()
+    };
+    assert_eq!(signin("nope").await.unwrap().status(), 401);
+    let signin = signin("alice-token").await.unwrap();
     assert_eq!(signin.status(), 303);
     let cookie = signin.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(
@@ -190,11 +190,11 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
         decide("mallory-token", form(&ids[0], "approve", &csrf, &hash0)).await,
         403
     );
-    // Alice approves one, rejects one; a replay is refused.
-    assert_eq!(
-        decide("alice-token", form(&ids[0], "approve", &csrf, &hash0)).await,
-        303
-    );
+    // Alice approves one (and always allows it for who asked), rejects one; a replay is
+    // refused.
+    let mut always = form(&ids[0], "approve", &csrf, &hash0);
+    always.push(("remember", "always".into()));
+    assert_eq!(decide("alice-token", always).await, 303);
     assert_eq!(
         decide("alice-token", form(&ids[0], "approve", &csrf, &hash0)).await,
         409
@@ -223,10 +223,40 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
     };
     assert_eq!(decide("alice-token", edit(r#"{"to": 5}"#)).await, 422);
     assert_eq!(decide("alice-token", edit("{not json")).await, 422);
+    let refused = http
+        .post(format!("{base}/decide"))
+        .bearer_auth("alice-token")
+        .form(&edit(r#"{"to": 5}"#))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        refused.contains("class=refused>Edit refused:")
+            && refused.contains(r#"{"to": 5}</textarea>"#),
+        "the refusal is shown at the request, with what was typed: {refused}"
+    );
     assert_eq!(
         decide("alice-token", edit(r#"{"to": "grace@example.com"}"#)).await,
         303
     );
+    // What an edit changed, and who decided what.
+    let home = http
+        .get(&base)
+        .bearer_auth("alice-token")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        home.contains(r#"<code>/to</code> <del>"&lt;script&gt;alert(1)&lt;/script&gt;"</del> <ins>"grace@example.com"</ins>"#),
+        "{home}"
+    );
+    assert!(home.contains("<td>rejected<td>alice<td>alice"), "{home}");
 
     // A run's timeline, the audit log and its verification.
     let get = |path: String| {
@@ -270,6 +300,33 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
     assert_eq!(verify("forged".into()).await.status(), 403);
     let verdict = verify(csrf.clone()).await.text().await.unwrap();
     assert!(verdict.contains("Intact:"), "{verdict}");
+
+    // The learned preference, and its revocation.
+    let prefs = get("/preferences".into()).await.text().await.unwrap();
+    assert!(
+        prefs.contains("<td>alice<td><td>send_email<td><code>{}</code>"),
+        "{prefs}"
+    );
+    let pref_id = engine.every_preference(None).await.unwrap()[0].id.clone();
+    let revoke = |csrf: String| {
+        let http = http.clone();
+        let url = format!("{base}/preferences/revoke");
+        let id = pref_id.clone();
+        async move {
+            http.post(url)
+                .bearer_auth("alice-token")
+                .form(&[("csrf", csrf), ("id", id)])
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(revoke("forged".into()).await, 403);
+    assert_eq!(revoke(csrf.clone()).await, 303);
+    assert_eq!(revoke(csrf.clone()).await, 404);
+    assert!(engine.every_preference(None).await.unwrap().is_empty());
 
     // New requests are announced to an open page (server-sent events): `ready` first, then
     // `pending` when the set changes.
@@ -316,4 +373,42 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
     let rejected = resumed.get("c2").unwrap().envelope.to_value();
     assert_eq!(rejected["error"]["code"], "approval_rejected");
     assert!(rejected.to_string().contains("not this one"));
+}
+
+/// An app's own auth hook instead of tokens: here a header a proxy in front sets.
+#[tokio::test]
+async fn the_inbox_asks_the_apps_hook_who_calls() {
+    let engine = Arc::new(EngineOptions::default().build().unwrap());
+    let hook = tooljig::http_auth_fn(|request: tooljig::HttpRequest| async move {
+        match request.headers.get("x-operator") {
+            Some(who) if who != "mallory" => Ok(Caller::principal(who.as_str())),
+            _ => Err("not an operator".to_string()),
+        }
+    });
+    let app = tooljig_cli::inbox::router(engine, hook, None).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let http = reqwest::Client::new();
+    let ok = http
+        .get(&base)
+        .header("x-operator", "grace")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    assert!(
+        ok.text()
+            .await
+            .unwrap()
+            .contains("Signed in as <b>grace</b>")
+    );
+    let refused = http
+        .get(&base)
+        .header("x-operator", "mallory")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    assert!(refused.text().await.unwrap().contains("not an operator"));
 }

@@ -22,7 +22,6 @@
 
 // The data a call is made of, from the ground up: nothing here imports a step.
 pub mod batch;
-pub mod bearer;
 pub mod call;
 pub mod caller;
 pub mod depth;
@@ -31,6 +30,7 @@ pub mod envelope;
 pub mod error_code;
 pub mod events;
 pub mod handler;
+pub mod http_auth;
 pub mod policy;
 pub mod registration_error;
 pub mod spec;
@@ -81,7 +81,6 @@ pub use audit::{
     Redaction, SqliteAudit,
 };
 pub use batch::{BatchOptions, BatchResult, RollbackEntry, RollbackOutcome, RollbackReport};
-pub use bearer::BearerTokens;
 pub use cache::{CachePolicy, CacheScope};
 pub use call::{Call, CallResult, CallStatus};
 pub use caller::Caller;
@@ -96,6 +95,7 @@ pub use handler::{
     BoxFuture, Handler, HandlerError, HandlerResult, HostData, ToolContext, handler_fn,
 };
 pub use hidden::{HiddenParam, Resolution, ResolveRequest, Resolver, resolver_fn};
+pub use http_auth::{BearerTokens, HttpAuth, HttpRequest, http_auth_fn};
 pub use idempotency::{IdempotencyMode, IdempotencyPolicy};
 pub use policy::{EffectClass, OversizeOutput, Policy, RetryPolicy, Risk};
 pub use preference::{Preference, Remember};

@@ -3,11 +3,11 @@
 //! dispatcher, with the host it is given, and fails closed when the function misbehaves.
 
 pub mod approval_predicate;
-pub mod mcp_auth;
+pub mod http_auth;
 pub mod policy_hook;
 pub mod resolver;
 
 pub use approval_predicate::JsApprovalPredicate;
-pub use mcp_auth::JsMcpAuth;
+pub use http_auth::JsHttpAuth;
 pub use policy_hook::JsPolicyHook;
 pub use resolver::JsResolver;

@@ -87,6 +87,13 @@ def _caller(caller: CallerLike) -> dict[str, Any]:
     return dict(caller)
 
 
+def _auth_hook(auth: Any) -> tuple[Any, bool]:
+    """A server's auth hook as the native layer takes it: the function and whether it is async."""
+    if not callable(auth):
+        raise InvalidInputError(f"invalid auth: expected a function, not {auth!r}")
+    return (auth, is_async_callable(auth))
+
+
 def _blocking(what: str, coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
@@ -110,14 +117,23 @@ class DurableRuns:
     def serve_inbox(
         self,
         *,
-        tokens: Mapping[str, CallerLike],
+        tokens: Mapping[str, CallerLike] | None = None,
+        auth: Callable[[dict[str, Any]], Any] | None = None,
         bind: str = "127.0.0.1:0",
     ) -> InboxServer:
         """Starts the approval inbox (docs/operators.md) over this engine's state store and
         audit log: pending requests decided in the browser by the operator a token stands for.
-        Returns the running server (``url``, ``stop()``); it runs no Python code."""
+
+        Who is an operator: ``tokens`` maps bearer tokens to callers (the browser signs in
+        with one); or ``auth(request)`` gets ``{"method", "path", "headers"}`` (names
+        lowercased; the sign-in cookie arrives as ``authorization: Bearer ...``) and returns
+        the operator (a dict or :class:`Caller`), or raises to refuse; call it on a running
+        event loop then, where the hook runs. Returns the running server (``url``,
+        ``stop()``)."""
+        if auth is not None:
+            return self._native.serve_inbox({}, bind, _auth_hook(auth))
         if not tokens:
-            raise InvalidInputError("serve_inbox needs at least one operator token")
+            raise InvalidInputError("serve_inbox needs operator tokens or an auth hook")
         return self._native.serve_inbox({t: _caller(c) for t, c in tokens.items()}, bind)
 
     async def decide(

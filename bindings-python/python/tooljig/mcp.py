@@ -28,9 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tooljig import _native
-from tooljig.durable import CallerLike, _caller
-from tooljig.errors import InvalidInputError
-from tooljig.schema import is_async_callable
+from tooljig.durable import CallerLike, _auth_hook, _caller
 
 
 class McpServer:
@@ -130,9 +128,7 @@ class McpEndpoints:
         )
         hook = None
         if auth is not None:
-            if not callable(auth):
-                raise InvalidInputError(f"invalid auth: expected a function, not {auth!r}")
-            hook = (auth, is_async_callable(auth))
+            hook = _auth_hook(auth)
         return McpServer(self._native.serve_mcp_http(options, hook))
 
     async def serve_mcp_stdio(

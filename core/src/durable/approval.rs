@@ -503,3 +503,25 @@ pub async fn pending(
     out.sort_by_key(|r| r.requested_at_ms);
     Ok(out)
 }
+
+/// Decided requests, newest decision first, at most `limit` (of `tenant` when given): what
+/// an operator looks back on (who decided what, and what an edit changed).
+pub async fn decided(
+    store: &dyn StateStore,
+    tenant: Option<&str>,
+    limit: usize,
+) -> Result<Vec<ApprovalRecord>, ToolError> {
+    let rows = store
+        .list(Namespace::Approval, "", usize::MAX)
+        .await
+        .map_err(store_refusal)?;
+    let mut out: Vec<ApprovalRecord> = rows
+        .into_iter()
+        .filter_map(|(_, v)| serde_json::from_value::<ApprovalRecord>(v.value).ok())
+        .filter(|r| r.decision.is_some())
+        .filter(|r| tenant.is_none() || r.requested_by.tenant.as_deref() == tenant)
+        .collect();
+    out.sort_by_key(|r| std::cmp::Reverse(r.decision.as_ref().map_or(0, |d| d.at_ms)));
+    out.truncate(limit);
+    Ok(out)
+}

@@ -55,6 +55,15 @@ fn prefix(caller: &Caller, tool: Option<&str>) -> String {
 }
 
 impl Preference {
+    /// Whom it allows for: the caller [`revoke`] takes to revoke it.
+    pub fn owner(&self) -> Caller {
+        Caller {
+            principal: Some(self.principal.clone()),
+            tenant: self.tenant.clone(),
+            ..Caller::default()
+        }
+    }
+
     /// Whether a call with `arguments` is covered.
     pub fn covers(&self, arguments: &Value) -> bool {
         self.values.iter().all(|(k, v)| arguments.get(k) == Some(v))
@@ -156,6 +165,22 @@ pub async fn allow_always(
 pub async fn list(store: &dyn StateStore, caller: &Caller) -> Result<Vec<Preference>, ToolError> {
     let rows = store
         .list(Namespace::Preference, &prefix(caller, None), usize::MAX)
+        .await
+        .map_err(refusal)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(_, v)| serde_json::from_value(v.value).ok())
+        .collect())
+}
+
+/// Every principal's preferences (of `tenant` when given), for an operator to review.
+pub async fn list_every(
+    store: &dyn StateStore,
+    tenant: Option<&str>,
+) -> Result<Vec<Preference>, ToolError> {
+    let prefix = tenant.map_or(String::new(), |t| format!("{}/", segment(Some(t))));
+    let rows = store
+        .list(Namespace::Preference, &prefix, usize::MAX)
         .await
         .map_err(refusal)?;
     Ok(rows

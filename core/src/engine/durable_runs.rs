@@ -113,6 +113,15 @@ impl Engine {
         approval::pending(self.durable.store.as_ref(), tenant).await
     }
 
+    /// Decided requests, newest decision first, at most `limit` (of `tenant` when given).
+    pub async fn decided_approvals(
+        &self,
+        tenant: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalRecord>, ToolError> {
+        approval::decided(self.durable.store.as_ref(), tenant, limit).await
+    }
+
     /// Lets `caller` run `tool` without approval from now on, for calls whose top-level
     /// arguments equal `values` (empty: every call).
     pub async fn allow_always(
@@ -127,6 +136,14 @@ impl Engine {
     /// `caller`'s preferences, every tool.
     pub async fn preferences(&self, caller: &Caller) -> Result<Vec<Preference>, ToolError> {
         preference::list(self.durable.store.as_ref(), caller).await
+    }
+
+    /// Every principal's preferences (of `tenant` when given): what an operator reviews.
+    pub async fn every_preference(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<Vec<Preference>, ToolError> {
+        preference::list_every(self.durable.store.as_ref(), tenant).await
     }
 
     /// Revokes one of `caller`'s preferences; `false` when it has none with that id.

@@ -12,16 +12,14 @@
 //!   handler's output, and `tools/list_changed` refreshes the registry.
 //!
 //! Who calls comes from the transport: stdio uses the caller the app gives; HTTP asks the
-//! app's [`McpAuth`] hook (or a table of bearer tokens) for each request. See `docs/mcp.md`.
+//! app's [`crate::HttpAuth`] hook (or a table of bearer tokens) for each request. See `docs/mcp.md`.
 
-pub mod auth;
 pub mod client;
 pub mod elicit;
 pub mod options;
 pub mod server;
 pub mod wire;
 
-pub use auth::{BearerTokens, McpAuth, McpRequest, mcp_auth_fn};
 pub use client::{McpClient, McpTarget};
 pub use options::{McpClientOptions, McpServeOptions};
 pub use server::{McpHttpServer, McpServer};

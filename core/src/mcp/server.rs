@@ -1,6 +1,5 @@
 //! An engine's tools as an MCP server, over stdio, any reader/writer pair, or Streamable HTTP.
 
-use super::auth::{BearerTokens, McpAuth, McpRequest};
 use super::options::McpServeOptions;
 use super::{McpError, elicit, wire};
 use crate::batch::BatchOptions;
@@ -9,6 +8,7 @@ use crate::caller::Caller;
 use crate::engine::Engine;
 use crate::envelope::Envelope;
 use crate::handler::HostData;
+use crate::http_auth::{BearerTokens, HttpAuth, HttpRequest};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -39,7 +39,7 @@ pub struct McpServer {
 struct Shared {
     engine: Arc<Engine>,
     options: McpServeOptions,
-    auth: Option<Arc<dyn McpAuth>>,
+    auth: Option<Arc<dyn HttpAuth>>,
     host: Option<HostData>,
 }
 
@@ -56,8 +56,8 @@ impl McpServer {
         }
     }
 
-    /// Maps each HTTP request to its caller (see [`McpAuth`]); replaces `options.tokens`.
-    pub fn with_auth(self, auth: Arc<dyn McpAuth>) -> Self {
+    /// Maps each HTTP request to its caller (see [`HttpAuth`]); replaces `options.tokens`.
+    pub fn with_auth(self, auth: Arc<dyn HttpAuth>) -> Self {
         self.rebuild(|s| s.auth = Some(auth))
     }
 
@@ -118,7 +118,7 @@ impl McpServer {
             .map_err(|e| McpError::new(format!("bind {:?}: {e}", options.bind)))?;
         let auth = self.shared.auth.clone().or_else(|| {
             (!options.tokens.is_empty())
-                .then(|| Arc::new(BearerTokens(options.tokens.clone())) as Arc<dyn McpAuth>)
+                .then(|| Arc::new(BearerTokens(options.tokens.clone())) as Arc<dyn HttpAuth>)
         });
         if !addr.ip().is_loopback() && auth.is_none() {
             return Err(McpError::new(format!(
@@ -230,7 +230,7 @@ impl McpHttpServer {
 
 /// What the HTTP layer needs to authenticate a request.
 struct Gate {
-    auth: Option<Arc<dyn McpAuth>>,
+    auth: Option<Arc<dyn HttpAuth>>,
     host: Option<HostData>,
 }
 
@@ -243,15 +243,12 @@ async fn authenticate(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     if let Some(auth) = &gate.auth {
-        let seen = McpRequest {
-            method: request.method().to_string(),
-            path: request.uri().path().to_string(),
-            headers: request
-                .headers()
-                .iter()
-                .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
-                .collect(),
-        };
+        let headers = request.headers().iter();
+        let seen = HttpRequest::new(
+            request.method().as_str(),
+            request.uri().path(),
+            headers.map(|(k, v)| (k.as_str(), v.as_bytes())),
+        );
         match auth.authenticate(seen, gate.host.clone()).await {
             Ok(caller) => {
                 request.extensions_mut().insert(caller);

@@ -1,21 +1,21 @@
-//! Who calls over HTTP: the app's hook maps each request to a [`Caller`].
+//! Who calls a server that tooljig runs over HTTP (an MCP endpoint, the approval inbox): the
+//! app's hook maps each request to a [`Caller`].
 //!
-//! The hook sees the request's headers (its `Authorization` header, usually) and answers a
-//! caller or a refusal, which the client receives as `401 Unauthorized`. Without a hook the
-//! server serves the app's one caller, and only on a loopback address: binding elsewhere
-//! needs a hook (or [`BearerTokens`]), so a server on a network never runs tools for anyone
-//! who can reach it.
+//! The hook sees the request's method, path and headers (its `Authorization` header, usually)
+//! and answers a caller or a refusal, which the client receives as `401 Unauthorized`. The
+//! simplest hook is a table of [`BearerTokens`]. A server without a hook serves only on a
+//! loopback address, so a server on a network never acts for anyone who can reach it.
 
 use crate::caller::Caller;
 use crate::handler::{BoxFuture, HostData};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::Arc;
 
 /// What the auth hook sees of one HTTP request.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct McpRequest {
-    /// `GET`, `POST` or `DELETE`.
+pub struct HttpRequest {
+    /// `GET`, `POST`, `DELETE`...
     pub method: String,
     /// The request path.
     pub path: String,
@@ -23,7 +23,30 @@ pub struct McpRequest {
     pub headers: BTreeMap<String, String>,
 }
 
-impl McpRequest {
+impl HttpRequest {
+    /// The request a hook sees, from its method, path and headers (names are lowercased;
+    /// headers that are not text are left out).
+    pub fn new<'a>(
+        method: &str,
+        path: &str,
+        headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    ) -> Self {
+        let headers = headers
+            .into_iter()
+            .filter_map(|(k, v)| {
+                Some((
+                    k.to_ascii_lowercase(),
+                    std::str::from_utf8(v).ok()?.to_string(),
+                ))
+            })
+            .collect();
+        HttpRequest {
+            method: method.to_string(),
+            path: path.to_string(),
+            headers,
+        }
+    }
+
     /// The bearer token of the `Authorization` header, if it carries one.
     pub fn bearer(&self) -> Option<&str> {
         let value = self.headers.get("authorization")?;
@@ -32,34 +55,34 @@ impl McpRequest {
     }
 }
 
-/// Maps an HTTP request to the caller its tool calls run for. App code in any language;
+/// Maps an HTTP request to the caller it acts for. App code in any language;
 /// bindings implement it over a foreign callable. `Err` refuses the request (the message
 /// goes back with the 401).
-pub trait McpAuth: Send + Sync + 'static {
+pub trait HttpAuth: Send + Sync + 'static {
     /// The caller of `request`, or why it is refused. `host` is the server's host (a
     /// binding's event loop).
     fn authenticate(
         &self,
-        request: McpRequest,
+        request: HttpRequest,
         host: Option<HostData>,
     ) -> BoxFuture<Result<Caller, String>>;
 }
 
 /// An auth hook from an async closure.
-pub fn mcp_auth_fn<F, Fut>(f: F) -> Arc<dyn McpAuth>
+pub fn http_auth_fn<F, Fut>(f: F) -> Arc<dyn HttpAuth>
 where
-    F: Fn(McpRequest) -> Fut + Send + Sync + 'static,
+    F: Fn(HttpRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Caller, String>> + Send + 'static,
 {
     struct FnAuth<F>(F);
-    impl<F, Fut> McpAuth for FnAuth<F>
+    impl<F, Fut> HttpAuth for FnAuth<F>
     where
-        F: Fn(McpRequest) -> Fut + Send + Sync + 'static,
+        F: Fn(HttpRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Caller, String>> + Send + 'static,
     {
         fn authenticate(
             &self,
-            request: McpRequest,
+            request: HttpRequest,
             _host: Option<HostData>,
         ) -> BoxFuture<Result<Caller, String>> {
             Box::pin((self.0)(request))
@@ -68,13 +91,35 @@ where
     Arc::new(FnAuth(f))
 }
 
-pub use crate::bearer::BearerTokens;
+/// A table of bearer tokens and the callers they stand for.
+#[derive(Debug, Clone, Default)]
+pub struct BearerTokens(pub HashMap<String, Caller>);
+
+impl BearerTokens {
+    /// The caller `token` stands for. Every token is compared in full, so response times do
+    /// not tell an attacker how much of one they guessed.
+    pub fn caller_of(&self, token: &str) -> Option<Caller> {
+        self.0
+            .iter()
+            .find(|(known, _)| constant_time_eq(known.as_bytes(), token.as_bytes()))
+            .map(|(_, caller)| caller.clone())
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
 
 /// The simplest hook: a table of bearer tokens, each standing for one caller.
-impl McpAuth for BearerTokens {
+impl HttpAuth for BearerTokens {
     fn authenticate(
         &self,
-        request: McpRequest,
+        request: HttpRequest,
         _host: Option<HostData>,
     ) -> BoxFuture<Result<Caller, String>> {
         let found = match request.bearer() {
@@ -90,12 +135,11 @@ impl McpAuth for BearerTokens {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
-    fn request(authorization: &str) -> McpRequest {
+    fn request(authorization: &str) -> HttpRequest {
         let mut headers = BTreeMap::new();
         headers.insert("authorization".into(), authorization.into());
-        McpRequest {
+        HttpRequest {
             headers,
             ..Default::default()
         }
@@ -117,7 +161,7 @@ mod tests {
         );
         let wrong = tokens.authenticate(request("Bearer s3cre"), None).await;
         assert_eq!(wrong.unwrap_err(), "unknown bearer token");
-        let none = tokens.authenticate(McpRequest::default(), None).await;
+        let none = tokens.authenticate(HttpRequest::default(), None).await;
         assert_eq!(none.unwrap_err(), "a bearer token is required");
         assert!(
             tokens

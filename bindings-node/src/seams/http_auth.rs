@@ -1,4 +1,5 @@
-//! `JsMcpAuth`: the MCP server's [`McpAuth`] seam over the app's JS function.
+//! `JsHttpAuth`: the [`HttpAuth`] seam of a server (the MCP server, the approval inbox) over
+//! the app's JS function.
 //!
 //! The function receives `{method, path, headers}` (header names lowercased) and returns the
 //! caller (`{principal, tenant, roles, scopes, attributes, session}`); it may be async. A
@@ -8,38 +9,37 @@ use crate::convert::{keys, shape};
 use crate::dispatcher::{AppFunction, Dispatcher};
 use crate::outcome::{OK, to_failure};
 use std::sync::Arc;
-use tooljig::mcp::{McpAuth, McpRequest};
-use tooljig::{BoxFuture, Caller, HandlerError, HostData};
+use tooljig::{BoxFuture, Caller, HandlerError, HostData, HttpAuth, HttpRequest};
 
-/// Asks one of the JS layer's MCP auth hooks.
-pub struct JsMcpAuth {
+/// Asks one of the JS layer's auth hooks.
+pub struct JsHttpAuth {
     dispatcher: Arc<Dispatcher>,
     index: u32,
 }
 
-impl JsMcpAuth {
+impl JsHttpAuth {
     /// The hook at `index` of the JS layer's table.
     pub fn new(dispatcher: Arc<Dispatcher>, index: u32) -> Self {
-        JsMcpAuth { dispatcher, index }
+        JsHttpAuth { dispatcher, index }
     }
 }
 
-impl McpAuth for JsMcpAuth {
+impl HttpAuth for JsHttpAuth {
     fn authenticate(
         &self,
-        request: McpRequest,
+        request: HttpRequest,
         _host: Option<HostData>,
     ) -> BoxFuture<Result<Caller, String>> {
         let request = serde_json::to_value(&request).unwrap_or_default();
         let (token, rx) = self
             .dispatcher
-            .ask(AppFunction::McpAuth(self.index), request);
+            .ask(AppFunction::HttpAuth(self.index), request);
         let dispatcher = self.dispatcher.clone();
         Box::pin(async move {
             match dispatcher.wait(token, rx, None).await {
                 (OK, value) => serde_json::from_value(keys::from_js(value, shape::CALLER))
-                    .map_err(|e| format!("the MCP auth hook returned no caller: {e}")),
-                (kind, payload) => Err(match to_failure(kind, payload, "the MCP auth hook") {
+                    .map_err(|e| format!("the auth hook returned no caller: {e}")),
+                (kind, payload) => Err(match to_failure(kind, payload, "the auth hook") {
                     HandlerError::Tool(e) => e.message,
                     HandlerError::Unexpected { detail } => {
                         // The thrown error's first line (`Error: message`), not its stack.
