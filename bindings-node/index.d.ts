@@ -98,6 +98,8 @@ export declare class NativeEngine {
   verifyAudit(): Promise<string>
   /** Counters and latency histograms per tool, so far. */
   telemetry(): any
+  /** A running JS handler's progress report, as `[token, fraction, message, output?]` text. */
+  progress(report: string): void
   /** Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text. */
   settle(settled: string): void
   /**

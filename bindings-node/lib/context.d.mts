@@ -10,8 +10,9 @@ export class ToolContext {
      * @param {object} caller
      * @param {string} [runId]
      * @param {string | null} [appKey]
+     * @param {((parts: unknown[]) => void) | null} [report] Where progress goes; null when nobody listens.
      */
-    constructor(callId: string, tool: string, attempt: number, caller: object, runId?: string, appKey?: string | null);
+    constructor(callId: string, tool: string, attempt: number, caller: object, runId?: string, appKey?: string | null, report?: ((parts: unknown[]) => void) | null);
     /** The call's id in its batch. */
     callId: string;
     /** The tool's registered name. */
@@ -22,6 +23,23 @@ export class ToolContext {
     caller: any;
     /** The run the call belongs to (the same across resumes and processes). */
     runId: string;
+    /**
+     * Reports how far the call is: `fraction` of the work done (0 to 1) and a message for
+     * whoever watches (the batch's events, a UI stream, an MCP client that asked). Never
+     * blocks; a no-op when nobody listens.
+     * @param {number | null} [fraction]
+     * @param {string} [message]
+     * @returns {void}
+     */
+    progress(fraction?: number | null, message?: string): void;
+    /**
+     * Hands out a partial output before the result (a preliminary tool output in a UI
+     * stream); an `async function*` handler does this with each value it yields. Only the
+     * value returned is validated, stored and audited.
+     * @param {unknown} output
+     * @returns {void}
+     */
+    partial(output: unknown): void;
     /**
      * A key that is the same every time this call runs (a retry, a resume after a crash,
      * another process): hand it to a downstream API that deduplicates on it, so running the

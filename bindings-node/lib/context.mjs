@@ -14,6 +14,8 @@ export class ToolContext {
   #aborted = false
   /** @type {string | null} */
   #appKey
+  /** @type {((parts: unknown[]) => void) | null} */
+  #report
 
   /**
    * @param {string} callId
@@ -22,8 +24,9 @@ export class ToolContext {
    * @param {object} caller
    * @param {string} [runId]
    * @param {string | null} [appKey]
+   * @param {((parts: unknown[]) => void) | null} [report] Where progress goes; null when nobody listens.
    */
-  constructor(callId, tool, attempt, caller, runId = '', appKey = null) {
+  constructor(callId, tool, attempt, caller, runId = '', appKey = null, report = null) {
     /** The call's id in its batch. */
     this.callId = callId
     /** The tool's registered name. */
@@ -35,6 +38,30 @@ export class ToolContext {
     /** The run the call belongs to (the same across resumes and processes). */
     this.runId = runId
     this.#appKey = appKey
+    this.#report = report
+  }
+
+  /**
+   * Reports how far the call is: `fraction` of the work done (0 to 1) and a message for
+   * whoever watches (the batch's events, a UI stream, an MCP client that asked). Never
+   * blocks; a no-op when nobody listens.
+   * @param {number | null} [fraction]
+   * @param {string} [message]
+   * @returns {void}
+   */
+  progress(fraction = null, message = undefined) {
+    this.#report?.([typeof fraction === 'number' ? fraction : null, typeof message === 'string' ? message : null])
+  }
+
+  /**
+   * Hands out a partial output before the result (a preliminary tool output in a UI
+   * stream); an `async function*` handler does this with each value it yields. Only the
+   * value returned is validated, stored and audited.
+   * @param {unknown} output
+   * @returns {void}
+   */
+  partial(output) {
+    this.#report?.([null, null, output])
   }
 
   /**

@@ -20,6 +20,23 @@ const INVALID_ARGUMENTS = 4
 
 const isThenable = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function'
 
+/**
+ * What an `async function*` handler hands back, as a Promise of its result: each value it
+ * yields is a partial output (`ctx.partial`), the last one the result. Anything else is
+ * returned as is.
+ */
+function streamed(out, ctx) {
+  if (out === null || typeof out !== 'object' || isThenable(out) || typeof out[Symbol.asyncIterator] !== 'function') return out
+  return (async () => {
+    let last
+    for await (const value of out) {
+      ctx?.partial(value)
+      last = value
+    }
+    return last
+  })()
+}
+
 /** What a value that cannot even be described is called. */
 const UNPRINTABLE = 'a value that cannot be printed (reading it threw)'
 
@@ -131,9 +148,10 @@ export class Dispatcher {
         }
       }
       for (let i = 0; i < callers.length; i++) Object.freeze(callers[i])
-      for (const [token, tool, callId, attempt, caller, args, run, appKey] of calls) {
+      for (const [token, tool, callId, attempt, caller, args, run, appKey, listened] of calls) {
         const entry = this.handlers[tool]
-        const ctx = new ToolContext(callId, entry.name, attempt, callers[caller], runs[run], appKey)
+        const report = listened ? (parts) => this.#progress(token, parts) : null
+        const ctx = new ToolContext(callId, entry.name, attempt, callers[caller], runs[run], appKey, report)
         this.live.set(token, ctx)
         this.#start(token, entry, args, ctx)
       }
@@ -150,12 +168,18 @@ export class Dispatcher {
     this.flush()
   }
 
+  /** A live call's progress report (`ctx.progress`, `ctx.partial`), straight to the engine. */
+  #progress(token, parts) {
+    if (!this.live.has(token)) return
+    this.native.progress(JSON.stringify([token, ...parts]))
+  }
+
   #start(token, entry, args, ctx) {
     let out
     let thenable
     try {
       const parsed = entry.parse === null ? args : entry.parse(args)
-      out = isThenable(parsed) ? parsed.then((a) => entry.execute(a, ctx)) : entry.execute(parsed, ctx)
+      out = isThenable(parsed) ? parsed.then((a) => streamed(entry.execute(a, ctx), ctx)) : streamed(entry.execute(parsed, ctx), ctx)
       // Inside the try: a `then` getter (or a Proxy's trap) may throw, which is the
       // handler failing, not this layer.
       thenable = isThenable(out)

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
-use tooljig::{Caller, CancellationToken, ToolContext};
+use tooljig::{Caller, CancellationToken, Progress, ToolContext};
 
 /// Wakes the JS thread; the argument handed to JS is the drained queue as JSON text.
 type Wake = ThreadsafeFunction<(), (), String, Status, false, true>;
@@ -49,6 +49,7 @@ struct Request {
     run_id: Arc<str>,
     app_key: Option<Arc<str>>,
     args: Value,
+    listened: bool,
 }
 
 /// A call of another app function (policy hook, resolver) waiting for the JS thread.
@@ -87,6 +88,8 @@ pub type Settled = (u8, Value);
 struct Shared {
     queue: Mutex<Queue>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Settled>>>,
+    /// Where the progress of running calls goes, for calls someone listens to.
+    listened: Mutex<HashMap<u64, Progress>>,
     next_token: AtomicU64,
 }
 
@@ -97,7 +100,8 @@ struct Drained<'a> {
     callers: Vec<Value>,
     /// Distinct run ids of the drained calls, referenced by index.
     runs: Vec<&'a str>,
-    /// `[token, toolIndex, callId, attempt, callerIndex, args, runIndex, appKey]` per call.
+    /// `[token, toolIndex, callId, attempt, callerIndex, args, runIndex, appKey, listened]`
+    /// per call (`listened`: whether anyone hears its progress).
     #[allow(clippy::type_complexity)]
     calls: Vec<(
         u64,
@@ -108,6 +112,7 @@ struct Drained<'a> {
         &'a Value,
         usize,
         Option<&'a str>,
+        bool,
     )>,
     /// `[token, "hook", 0, request]`, `[token, "resolver", index, request]`,
     /// `[token, "predicate", 0, request]` or `[token, "http_auth", index, request]` per ask.
@@ -164,6 +169,7 @@ impl Shared {
                 &r.args,
                 run,
                 r.app_key.as_deref(),
+                r.listened,
             ));
         }
         let asks = asks
@@ -231,6 +237,10 @@ impl Dispatcher {
         ctx: &ToolContext,
     ) -> (u64, oneshot::Receiver<Settled>) {
         let (token, rx) = self.pending();
+        let listened = ctx.progress.is_listened();
+        if listened {
+            lock(&self.shared.listened).insert(token, ctx.progress.clone());
+        }
         let wake = {
             let mut q = lock(&self.shared.queue);
             q.calls.push(Request {
@@ -242,6 +252,7 @@ impl Dispatcher {
                 run_id: ctx.run_id.clone(),
                 app_key: ctx.app_key.clone(),
                 args,
+                listened,
             });
             !std::mem::replace(&mut q.scheduled, true)
         };
@@ -335,6 +346,39 @@ impl Dispatcher {
         }
     }
 
+    /// A running call's progress report, as `[token, fraction, message, output]` text (`null`
+    /// for what it leaves out; an output is present only as a fourth element). Reports of
+    /// calls that ended, or nobody hears, are dropped.
+    pub fn progress(&self, text: &str) -> napi::Result<()> {
+        let (token, fraction, message, output): (u64, Option<f64>, Option<String>, Option<Value>) =
+            match serde_json::from_str::<Vec<Value>>(text) {
+                Ok(mut parts) if (3..=4).contains(&parts.len()) => {
+                    let output = (parts.len() == 4).then(|| parts.remove(3));
+                    let message = parts[2].as_str().map(str::to_string);
+                    (
+                        parts[0].as_u64().unwrap_or(u64::MAX),
+                        parts[1].as_f64(),
+                        message,
+                        output,
+                    )
+                }
+                _ => {
+                    return Err(napi::Error::new(
+                        Status::InvalidArg,
+                        format!("malformed progress text: {text}"),
+                    ));
+                }
+            };
+        let Some(progress) = lock(&self.shared.listened).get(&token).cloned() else {
+            return Ok(());
+        };
+        match output {
+            Some(output) => progress.partial(output),
+            None => progress.report(fraction, message),
+        }
+        Ok(())
+    }
+
     /// Delivers results the JS layer settled, as `[[token, kind, payload], ...]` text.
     /// Tokens nobody waits for any more (timed out, cancelled) are ignored.
     pub fn settle(&self, text: &str) -> napi::Result<()> {
@@ -376,6 +420,8 @@ impl AbortOnDrop {
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
+        // Settled or abandoned, the call reports no more.
+        lock(&self.dispatcher.shared.listened).remove(&self.token);
         if self.armed {
             self.dispatcher.abort(self.token, true);
         }

@@ -239,6 +239,12 @@ impl JsEngine {
         serde_json::to_value(self.engine.telemetry()).unwrap_or(Value::Null)
     }
 
+    /// A running JS handler's progress report, as `[token, fraction, message, output?]` text.
+    #[napi]
+    pub fn progress(&self, report: String) -> napi::Result<()> {
+        self.dispatcher.progress(&report)
+    }
+
     /// Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text.
     #[napi]
     pub fn settle(&self, settled: String) -> napi::Result<()> {

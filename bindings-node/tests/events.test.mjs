@@ -43,3 +43,42 @@ test('leaving the loop early does not stop the batch', async () => {
   for await (const ev of s) if (ev.type === 'batch_started') break
   assert.equal((await s.result).results.length, 2)
 })
+
+test('progress and partial outputs reach the events; only the result is checked', async () => {
+  const list = { type: 'array', minItems: 3 }
+  const e = new Engine()
+    .register('count', tool({
+      outputSchema: list,
+      execute: ({ n }, ctx) => {
+        ctx.progress(0.5, 'half way')
+        ctx.progress(Number.NaN, 'still going')
+        ctx.partial([1])
+        return Array.from({ length: n }, (_, i) => i + 1)
+      },
+    }))
+    .register('grow', tool({
+      outputSchema: list,
+      // Each value yielded is a partial output; the last one is the result.
+      execute: async function* ({ n }) {
+        for (let i = 1; i <= n; i++) {
+          await sleep(0)
+          yield Array.from({ length: i }, (_, j) => j + 1)
+        }
+      },
+    }))
+  const s = e.stream([{ id: 'a', tool: 'count', arguments: { n: 3 } }, { id: 'b', tool: 'grow', arguments: { n: 3 } }])
+  const events = []
+  for await (const ev of s) events.push(ev)
+  const progress = events.filter((ev) => ev.type === 'call_progress')
+  const a = progress.filter((p) => p.callId === 'a')
+  assert.equal(a[0].fraction, 0.5)
+  assert.equal(a[0].message, 'half way')
+  assert.equal(a[1].fraction, undefined)
+  assert.deepEqual(a[2].output, [1])
+  assert.deepEqual(progress.filter((p) => p.callId === 'b').map((p) => p.output), [[1], [1, 2], [1, 2, 3]])
+  const result = await s.result
+  assert.deepEqual(result.results.map((r) => r.envelope), [{ ok: true, data: [1, 2, 3] }, { ok: true, data: [1, 2, 3] }])
+  // Unheard, reporting costs nothing and a generator's last value is still the result.
+  const quiet = await e.run([{ tool: 'grow', arguments: { n: 4 } }])
+  assert.deepEqual(quiet.results[0].envelope, { ok: true, data: [1, 2, 3, 4] })
+})

@@ -67,6 +67,25 @@ impl PyToolContext {
         self.inner.cancel.is_cancelled()
     }
 
+    /// Reports how far the call is: ``fraction`` of the work done (0 to 1) and a message for
+    /// whoever watches (the batch's events, a UI stream, an MCP client that asked). Never
+    /// blocks; a no-op when nobody listens.
+    #[pyo3(signature = (fraction=None, message=None))]
+    fn progress(&self, fraction: Option<f64>, message: Option<String>) {
+        self.inner.progress.report(fraction, message);
+    }
+
+    /// Hands out a partial output before the result (a preliminary tool output in a UI
+    /// stream). Only the value returned is validated, stored and audited.
+    fn partial(&self, output: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.inner.progress.is_listened() {
+            self.inner
+                .progress
+                .partial(crate::convert::from_py(output)?);
+        }
+        Ok(())
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "ToolContext(call_id={:?}, tool={:?}, attempt={})",

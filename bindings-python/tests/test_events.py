@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -83,3 +84,35 @@ async def test_the_result_is_unavailable_before_the_end(engine: tooljig.Engine) 
     async for _ in stream:
         pass
     assert stream.result[0].envelope == {"ok": True, "data": 1}
+
+
+async def test_progress_and_partial_outputs_reach_the_events_and_only_the_result_is_checked(
+    engine: tooljig.Engine,
+) -> None:
+    @engine.tool(output_schema={"type": "array", "minItems": 3})
+    def count(n: int, ctx: tooljig.ToolContext) -> list[int]:
+        ctx.progress(0.5, "half way")
+        ctx.progress(fraction=float("nan"), message="still going")
+        ctx.partial([1])
+        return list(range(1, n + 1))
+
+    @engine.tool(output_schema={"type": "array", "minItems": 3})
+    async def grow(n: int) -> AsyncIterator[list[int]]:
+        """Yields longer and longer lists: each a partial output, the last the result."""
+        for i in range(1, n + 1):
+            await asyncio.sleep(0)
+            yield list(range(1, i + 1))
+
+    calls = [{"id": "a", "tool": "count", "arguments": {"n": 3}}, {"id": "b", "tool": "grow", "arguments": {"n": 3}}]
+    stream = engine.stream(calls)
+    events = [e async for e in stream]
+    progress = [e.to_dict() for e in events if e.type == "call_progress"]
+    a = [p for p in progress if p["call_id"] == "a"]
+    assert a[0]["fraction"] == 0.5 and a[0]["message"] == "half way"
+    assert "fraction" not in a[1] and a[1]["message"] == "still going"
+    assert a[2]["output"] == [1]
+    assert [p["output"] for p in progress if p["call_id"] == "b"] == [[1], [1, 2], [1, 2, 3]]
+    assert [r.envelope for r in stream.result] == [{"ok": True, "data": [1, 2, 3]}] * 2
+    # Unheard, reporting is a no-op, and a generator's last value is still the result.
+    out = await engine.run([{"tool": "grow", "arguments": {"n": 4}}])
+    assert out[0].envelope == {"ok": True, "data": [1, 2, 3, 4]}

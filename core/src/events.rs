@@ -38,6 +38,25 @@ pub enum Event {
         /// 1 for the first attempt.
         attempt: u32,
     },
+    /// A running call reported progress (`ctx.progress`): how far it is, or a partial
+    /// output before its result. Never validated, stored or audited.
+    CallProgress {
+        /// µs since the batch started.
+        at_us: u64,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Share of the work done, 0 to 1.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fraction: Option<f64>,
+        /// What it is doing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// A preliminary output.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<serde_json::Value>,
+    },
     /// An attempt failed and another will follow after `delay_ms`.
     CallRetried {
         /// µs since the batch started.

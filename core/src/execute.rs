@@ -15,6 +15,7 @@ use crate::guard::{self, Guards};
 use crate::handler::{HandlerError, ToolContext};
 use crate::job::Job;
 use crate::output::check_output;
+use crate::progress::Progress;
 use crate::schema::arguments_envelope;
 use futures::FutureExt;
 use serde_json::Value;
@@ -127,6 +128,15 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
             host: job.host.clone(),
             run_id: d.run_id.clone(),
             app_key: d.idempotency_key.as_deref().map(Arc::from),
+            progress: match &job.events {
+                Some(events) => Progress::to_events(
+                    events.clone(),
+                    job.id.clone(),
+                    job.tool.spec.name.clone(),
+                    job.batch_start,
+                ),
+                None => Progress::default(),
+            },
         };
         let run = AssertUnwindSafe(handler.call(job.arguments.clone(), ctx)).catch_unwind();
         let outcome = match timeout {

@@ -52,6 +52,8 @@ pub struct ToolContext {
     pub run_id: Arc<str>,
     /// The app's idempotency key of the call, when it gave one.
     pub app_key: Option<Arc<str>>,
+    /// Reports progress and partial outputs to whoever watches the batch.
+    pub progress: crate::progress::Progress,
 }
 
 impl ToolContext {

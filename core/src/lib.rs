@@ -51,6 +51,7 @@ pub mod output;
 pub mod plan;
 #[cfg(feature = "postgres")]
 mod postgres;
+pub mod progress;
 #[cfg(feature = "redis")]
 mod redis;
 pub mod registry;
@@ -99,6 +100,7 @@ pub use http_auth::{BearerTokens, HttpAuth, HttpRequest, http_auth_fn};
 pub use idempotency::{IdempotencyMode, IdempotencyPolicy};
 pub use policy::{EffectClass, OversizeOutput, Policy, RetryPolicy, Risk};
 pub use preference::{Preference, Remember};
+pub use progress::{Progress, stream_handler_fn};
 pub use rate_limit::{RateLimit, RateLimiter, RateScope};
 pub use registry::{RegistrationError, Registry};
 pub use run::{RunRecord, RunState, RunStep};

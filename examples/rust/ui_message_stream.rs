@@ -1,6 +1,6 @@
 //! A tooljig run served as a Vercel AI SDK UI message stream, the body a `useChat` front end
-//! reads. Two responses: a run with text, parallel tool calls, a failing tool and a call cut
-//! off mid-arguments (never executed); and a run that stops on a tool needing approval.
+//! reads. Two responses: a run with text, parallel tool calls (one reporting progress and a
+//! preliminary output), a failing tool and a call cut off mid-arguments (never executed); and a run that stops on a tool needing approval.
 //!
 //! `cargo run -p tooljig --example ui_message_stream -- <out-dir>` writes `answer.sse` and
 //! `approval.sse` there (tests/ui-stream parses them with the real `ai` package); with no
@@ -24,7 +24,14 @@ fn engine() -> Result<Arc<Engine>, Box<dyn std::error::Error>> {
         "get_weather",
         "Weather for a city.",
         city.clone(),
-        |a: Value, _| async move { Ok(json!({"city": a["city"], "temp_c": 21})) },
+        |a: Value, ctx: tooljig::ToolContext| async move {
+            // What the front end shows while the tool runs: progress, then a first look.
+            ctx.progress
+                .report(Some(0.5), Some("asking the weather service".into()));
+            ctx.progress
+                .partial(json!({"city": a["city"], "status": "loading"}));
+            Ok(json!({"city": a["city"], "temp_c": 21}))
+        },
     ))?;
     e.register(Tool::from_fn(
         "book_table",

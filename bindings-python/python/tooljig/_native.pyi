@@ -272,6 +272,10 @@ class ToolContext:
     def idempotency_key(self) -> str: ...
     @property
     def cancelled(self) -> bool: ...
+    def progress(self, fraction: float | None = None, message: str | None = None) -> None:
+        """Reports how far the call is (``fraction`` 0 to 1, a message); a no-op unheard."""
+    def partial(self, output: Any) -> None:
+        """Hands out a partial output before the result (a preliminary tool output)."""
 
 # --- providers (src/providers.rs) ---------------------------------------------------------
 

@@ -61,12 +61,34 @@ def json_schema_of(tp: Any, *, mode: Literal["validation", "serialization"]) -> 
 
 
 def is_async_callable(fn: Callable[..., Any]) -> bool:
-    """Whether calling ``fn`` returns a coroutine (``async def``, or an object whose
-    ``__call__`` is ``async def``)."""
-    if inspect.iscoroutinefunction(fn):
+    """Whether ``fn`` runs on the event loop: ``async def`` (or an object whose ``__call__``
+    is), or an async generator (whose invoker, :func:`streamed`, is ``async def``)."""
+    if inspect.iscoroutinefunction(fn) or is_async_generator(fn):
         return True
     call = getattr(fn, "__call__", None)  # noqa: B004 - objects with an async __call__
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+def is_async_generator(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns an async generator (``async def`` with ``yield``)."""
+    if inspect.isasyncgenfunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - objects with an async __call__
+    return call is not None and inspect.isasyncgenfunction(call)
+
+
+def streamed(invoke: Invoke) -> Invoke:
+    """``invoke`` for an async generator handler: each value it yields is a partial output
+    (:meth:`ToolContext.partial`), the last one its result (``None`` if it yields none)."""
+
+    async def run(args: dict[str, Any], ctx: ToolContext) -> Any:
+        last = None
+        async for value in invoke(args, ctx):
+            ctx.partial(value)
+            last = value
+        return last
+
+    return run
 
 
 def from_function(
@@ -120,6 +142,8 @@ def from_function(
     parts = [doc.short_description, doc.long_description]
     text = description if description is not None else "\n\n".join(p for p in parts if p)
     invoke = _invoker(fn, model if fields and not plain else None, ctx_param)
+    if is_async_generator(fn):
+        invoke = streamed(invoke)
     return ToolDef(tool_name, text.strip(), schema, invoke, is_async_callable(fn))
 
 
@@ -203,8 +227,10 @@ def invoker_for_schema(handler: Callable[..., Any]) -> Invoke:
     ]
     takes_ctx = len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
     if takes_ctx:
-        return lambda args, ctx: handler(args, ctx)
-    return lambda args, ctx: handler(args)
+        invoke: Invoke = lambda args, ctx: handler(args, ctx)  # noqa: E731
+    else:
+        invoke = lambda args, ctx: handler(args)  # noqa: E731
+    return streamed(invoke) if is_async_generator(handler) else invoke
 
 
 def _invalid_arguments(e: pydantic.ValidationError) -> InvalidArguments:

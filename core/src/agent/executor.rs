@@ -16,6 +16,7 @@ use crate::envelope::Envelope;
 use crate::events::Event;
 use crate::providers::json_protocol;
 use crate::providers::{Message, ModelTurn, ToolResult};
+use crate::stream::StreamEvent;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
@@ -106,13 +107,34 @@ impl Agent {
             let forward = async move {
                 let mut shown = HashSet::new();
                 while let Some(e) = rx.recv().await {
-                    if let Event::CallFinished { result, .. } = e {
-                        if let Some(tx) = &sink {
-                            for ev in result_events(&result) {
-                                let _ = tx.send(ev);
+                    match e {
+                        Event::CallFinished { result, .. } => {
+                            if let Some(tx) = &sink {
+                                for ev in result_events(&result) {
+                                    let _ = tx.send(ev);
+                                }
+                            }
+                            shown.insert(result.call_id.clone());
+                        }
+                        Event::CallProgress {
+                            call_id,
+                            tool,
+                            fraction,
+                            message,
+                            output,
+                            ..
+                        } => {
+                            if let Some(tx) = &sink {
+                                let _ = tx.send(StreamEvent::ToolProgress {
+                                    call_id,
+                                    tool,
+                                    fraction,
+                                    message,
+                                    output,
+                                });
                             }
                         }
-                        shown.insert(result.call_id.clone());
+                        _ => {}
                     }
                 }
                 shown

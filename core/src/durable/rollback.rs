@@ -302,6 +302,7 @@ async fn undo(
         host,
         run_id: Arc::from(record.id.as_str()),
         app_key: None,
+        progress: Default::default(),
     };
     let run = AssertUnwindSafe(handler.call(input, ctx)).catch_unwind();
     let outcome = match timeout {

@@ -17,6 +17,7 @@
 pub mod client;
 pub mod elicit;
 pub mod options;
+mod progress;
 pub mod server;
 pub mod wire;
 

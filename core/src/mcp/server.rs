@@ -313,9 +313,16 @@ impl Session {
         let mut asked = 0;
         loop {
             let call = Call::new(id.clone(), tool, arguments.clone());
-            let out = engine
-                .run(vec![call], caller.clone(), self.batch_options(context))
-                .await;
+            let mut options = self.batch_options(context);
+            let progress =
+                super::progress::ProgressForwarder::start(context).map(|(events, forwarder)| {
+                    options.events = Some(events);
+                    forwarder
+                });
+            let out = engine.run(vec![call], caller.clone(), options).await;
+            if let Some(progress) = progress {
+                progress.finish().await;
+            }
             let run_id = out.run_id.clone();
             let Some(result) = out.results.into_iter().next() else {
                 return Envelope::error(

@@ -99,6 +99,23 @@ pub enum StreamEvent {
         /// The envelope the model will read.
         output: Value,
     },
+    /// A running call reported progress (`ctx.progress`): how far it is, or a preliminary
+    /// output before its result.
+    ToolProgress {
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        tool: String,
+        /// Share of the work done, 0 to 1.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fraction: Option<f64>,
+        /// What it is doing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// A preliminary output.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<Value>,
+    },
     /// A call was refused or failed.
     ToolOutputError {
         /// The call's id.

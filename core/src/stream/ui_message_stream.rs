@@ -15,6 +15,8 @@
 //! | `ToolInputStart` / `ToolInputDelta` / `ToolInputAvailable` | `tool-input-start` / `tool-input-delta` / `tool-input-available` |
 //! | `ToolInputIncomplete` | `tool-input-error` |
 //! | `ToolOutputAvailable` | `tool-output-available` (the envelope, `needs` included) |
+//! | `ToolProgress` with an output | `tool-output-available` with `preliminary: true` |
+//! | `ToolProgress` with a fraction or message | `data-tooljig-progress` (transient: `onData` sees it) |
 //! | `ToolOutputError` | `tool-output-error` (`errorText`: `code: message`) |
 //! | `ToolApprovalRequest` | `tool-approval-request` |
 //! | `ToolOutputPending` | nothing: the part stays `input-available` for the client to run |
@@ -157,6 +159,27 @@ impl UiMessageStream {
                 self.close_open(&mut out);
                 self.ensure_tool(call_id, tool, &mut out);
                 out.push(json!({"type": "tool-output-available", "toolCallId": call_id, "output": output}));
+            }
+            StreamEvent::ToolProgress {
+                call_id,
+                tool,
+                fraction,
+                message,
+                output,
+            } => {
+                self.close_open(&mut out);
+                self.ensure_tool(call_id, tool, &mut out);
+                if let Some(output) = output {
+                    out.push(json!({"type": "tool-output-available", "toolCallId": call_id, "output": output, "preliminary": true}));
+                }
+                if fraction.is_some() || message.is_some() {
+                    out.push(json!({
+                        "type": "data-tooljig-progress",
+                        "id": format!("progress-{call_id}"),
+                        "data": {"toolCallId": call_id, "fraction": fraction, "message": message},
+                        "transient": true,
+                    }));
+                }
             }
             StreamEvent::ToolOutputError {
                 call_id,

@@ -52,6 +52,19 @@ fn engine() -> Result<Engine, Box<dyn std::error::Error>> {
             )))
         },
     ))?;
+    // Progress reports become `notifications/progress` for a client that sent a token.
+    engine.register(Tool::new(
+        ToolSpec::from_value(json!({"name": "test_tool_with_progress", "description": "Reports progress.", "input_schema": empty}))?,
+        handler_fn(|_args, ctx| async move {
+            for (i, fraction) in [0.0, 0.5, 1.0].into_iter().enumerate() {
+                if i > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                ctx.progress.report(Some(fraction), Some(format!("{}/100", fraction * 100.0)));
+            }
+            Ok(json!("Progress reported"))
+        }),
+    ))?;
     engine.register(tool(
         json!({"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features",
                "input_schema": {

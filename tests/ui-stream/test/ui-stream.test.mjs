@@ -49,12 +49,12 @@ async function parse(name, seed = 7) {
   const chunks = [];
   for await (const c of forChunks) chunks.push(c);
   const errors = [];
-  let message;
+  const messages = [];
   for await (const m of readUIMessageStream({ stream: forMessage, onError: (e) => errors.push(e), terminateOnError: true })) {
-    message = m;
+    messages.push(structuredClone(m));
   }
   assert.deepEqual(errors, []);
-  return { chunks, message, headers };
+  return { chunks, message: messages.at(-1), messages, headers };
 }
 
 const tool = (message, name) => message.parts.find((p) => p.type === `tool-${name}`);
@@ -97,6 +97,19 @@ test('a run renders as steps, text and tool parts in their final states', async 
   assert.equal(file.state, 'output-error');
   assert.match(file.errorText, /^incomplete_arguments/);
   assert.match(message.parts.at(-1).text, /^Paris is 21°C\. The booking service is down/);
+});
+
+test('progress and a preliminary output show while a tool runs; the final output replaces them', async () => {
+  const { chunks, messages, message } = await parse('answer.sse');
+  const progress = chunks.find((c) => c.type === 'data-tooljig-progress');
+  assert.deepEqual(progress.data, { toolCallId: 'call_w', fraction: 0.5, message: 'asking the weather service' });
+  const early = messages.map((m) => tool(m, 'get_weather')).find((p) => p?.preliminary === true);
+  assert.ok(early, 'a message showed the preliminary output');
+  assert.equal(early.state, 'output-available');
+  assert.deepEqual(early.output, { city: 'Paris', status: 'loading' });
+  const final = tool(message, 'get_weather');
+  assert.notEqual(final.preliminary, true);
+  assert.deepEqual(final.output, { ok: true, data: { city: 'Paris', temp_c: 21 } });
 });
 
 test('a model failure the run survived is data for onData, not a failed request', async () => {
