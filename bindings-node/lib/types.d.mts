@@ -77,6 +77,8 @@ export interface CallResult {
   approval?: ApprovalInfo
   /** Its idempotency lease had lapsed and it ran again: its effect may have happened twice. */
   recovered?: boolean
+  /** What the input schema's `default`s filled in, as JSON Pointers (`/unit`). */
+  defaults?: string[]
   /** Fields later capabilities add (camelCase keys). */
   [field: string]: unknown
 }

@@ -25,8 +25,10 @@ test('execute receives arguments parsed by zod, defaults applied', async () => {
   const e = new Engine().register('weather', weather)
   const out = await e.run([{ tool: 'weather', arguments: '{"city": "Oslo"}' }])
   assert.deepEqual(out.results[0].envelope, { ok: true, data: { city: 'Oslo', unit: 'c', days: 1 } })
-  // The result's arguments are what the core validated (before zod's defaults).
-  assert.deepEqual(out.results[0].arguments, { city: 'Oslo' })
+  // The schema zod exports carries its defaults: the core fills them before it validates,
+  // and the result says which it filled.
+  assert.deepEqual(out.results[0].arguments, { city: 'Oslo', unit: 'c', days: 1 })
+  assert.deepEqual(out.results[0].defaults.toSorted(), ['/days', '/unit'])
 })
 
 test('the core validates first: missing fields are needs, bad ones invalid_arguments', async () => {

@@ -209,3 +209,15 @@ async def test_an_output_schema_from_a_type_is_checked(engine: tooljig.Engine) -
     assert engine.specs()[0]["output_schema"]["required"] == ["city", "zip"]
     out = await engine.run([{"tool": "where", "arguments": {"good": True}}, {"tool": "where", "arguments": {"good": False}}])
     assert out[0].ok and out[1].error_code == "invalid_output"
+
+
+async def test_defaults_from_the_signature_are_filled_by_the_core_and_named(engine: tooljig.Engine) -> None:
+    @engine.tool
+    def forecast(city: str, days: int = 3, unit: str = "celsius") -> dict[str, Any]:
+        """Forecast."""
+        return {"city": city, "days": days, "unit": unit}
+
+    [out] = await engine.run([{"tool": "forecast", "arguments": {"city": "Oslo", "unit": "fahrenheit"}}])
+    assert out.envelope == {"ok": True, "data": {"city": "Oslo", "days": 3, "unit": "fahrenheit"}}
+    assert out["defaults"] == ["/days"]
+    assert out.arguments == {"city": "Oslo", "days": 3, "unit": "fahrenheit"}

@@ -123,6 +123,9 @@ pub struct CallResult {
     /// Hidden parameters: what was injected, and what the model tried to set (dropped).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hidden: Vec<HiddenNote>,
+    /// What the input schema's `default`s filled in, as JSON Pointers (`/unit`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub defaults: Vec<String>,
 }
 
 impl CallResult {
@@ -149,6 +152,7 @@ impl CallResult {
             approval: None,
             recovered: false,
             hidden: Vec::new(),
+            defaults: Vec::new(),
         }
     }
 

@@ -63,7 +63,11 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
         return result;
     }
 
-    // Step 4: validate against the schema compiled at registration.
+    // Step 4: the schema's defaults for what the model left out, then validation against the
+    // schema compiled at registration.
+    if let Some(defaults) = &job.tool.defaults {
+        result.defaults = defaults.fill(&mut job.arguments);
+    }
     if !job.tool.input.is_valid(&job.arguments)
         && let Some(envelope) = arguments_envelope(job.tool.input.check(&job.arguments))
     {

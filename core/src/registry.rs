@@ -1,5 +1,6 @@
 //! The registry: tools by name, schemas compiled once at registration.
 
+use crate::arguments::Defaults;
 use crate::handler::Handler;
 pub use crate::registration_error::RegistrationError;
 use crate::schema::{CompiledSchema, SchemaResources};
@@ -17,6 +18,8 @@ pub struct RegisteredTool {
     pub input: CompiledSchema,
     /// The compiled output schema, if any.
     pub output: Option<CompiledSchema>,
+    /// The input schema's default values, when it has any.
+    pub defaults: Option<Defaults>,
     /// The handler; `None` for client-side tools.
     pub handler: Option<Arc<dyn Handler>>,
     /// The name as a shared string, cloned into every call's context.
@@ -122,6 +125,7 @@ impl Registry {
         tools.by_name.insert(
             spec.name.clone(),
             Arc::new(RegisteredTool {
+                defaults: Defaults::of(&spec.input_schema),
                 spec,
                 input,
                 output,

@@ -76,6 +76,7 @@ RESULT_KEYS = {
     "hidden",
     "approval",
     "recovered",
+    "defaults",
 }
 
 #: Keys of the format whose capabilities the Python package does not expose yet. Vectors

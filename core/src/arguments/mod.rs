@@ -6,12 +6,14 @@
 //! brackets at the very end) and the result records that it was repaired. A string cut off
 //! inside a value (a truncated stream) is refused as `incomplete_arguments` and never runs.
 
+mod defaults;
 mod extract;
 mod lossless;
 mod repair;
 mod scan;
 mod truncation;
 
+pub use defaults::Defaults;
 pub use truncation::truncation;
 
 use crate::envelope::ToolError;

@@ -217,6 +217,7 @@ pub const RESULT_KEYS: &[&str] = &[
     "retry_after_ms_at_most",
     "approval",
     "recovered",
+    "defaults",
 ];
 
 /// An entry of `expect.results`: compared on the keys it has only.
