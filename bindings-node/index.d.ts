@@ -98,6 +98,12 @@ export declare class NativeEngine {
   verifyAudit(): Promise<string>
   /** Counters and latency histograms per tool, so far. */
   telemetry(): any
+  /**
+   * Runs other tools for the running JS handler `token` (its `ctx.run(...)`): `calls` as
+   * JSON text; resolves with the batch result as JSON text. Refused when its tool's policy
+   * names none (`may_call`).
+   */
+  callTools(token: number, calls: string): Promise<string>
   /** A running JS handler's progress report, as `[token, fraction, message, output?]` text. */
   progress(report: string): void
   /** Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text. */

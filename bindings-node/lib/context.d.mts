@@ -10,9 +10,14 @@ export class ToolContext {
      * @param {object} caller
      * @param {string} [runId]
      * @param {string | null} [appKey]
-     * @param {((parts: unknown[]) => void) | null} [report] Where progress goes; null when nobody listens.
+     * @param {{report?: ((parts: unknown[]) => void) | null, tools?: ((calls: string) => Promise<string>) | null}} [reach]
+     *   Where progress goes (null when nobody listens) and the door to other tools (null when
+     *   the tool's policy names none).
      */
-    constructor(callId: string, tool: string, attempt: number, caller: object, runId?: string, appKey?: string | null, report?: ((parts: unknown[]) => void) | null);
+    constructor(callId: string, tool: string, attempt: number, caller: object, runId?: string, appKey?: string | null, reach?: {
+        report?: ((parts: unknown[]) => void) | null;
+        tools?: ((calls: string) => Promise<string>) | null;
+    });
     /** The call's id in its batch. */
     callId: string;
     /** The tool's registered name. */
@@ -23,6 +28,21 @@ export class ToolContext {
     caller: any;
     /** The run the call belongs to (the same across resumes and processes). */
     runId: string;
+    /**
+     * Runs other tools of the engine as one batch, for this call's caller, through every
+     * guardrail, within what is left of its deadline. The tool's policy must name them
+     * (`mayCall`); each result names this call as its `parent`.
+     * @param {import('./types.d.mts').Call[]} calls
+     * @returns {Promise<import('./types.d.mts').BatchResult>}
+     */
+    run(calls: import("./types.d.mts").Call[]): Promise<import("./types.d.mts").BatchResult>;
+    /**
+     * Runs one other tool of the engine (see `run`).
+     * @param {string} tool
+     * @param {unknown} [args]
+     * @returns {Promise<import('./types.d.mts').CallResult>}
+     */
+    call(tool: string, args?: unknown): Promise<import("./types.d.mts").CallResult>;
     /**
      * Reports how far the call is: `fraction` of the work done (0 to 1) and a message for
      * whoever watches (the batch's events, a UI stream, an MCP client that asked). Never

@@ -1,4 +1,6 @@
 // What a handler knows about the call it runs. Never reaches the model.
+import { callsText } from './calls.mjs'
+import { ToolError } from './errors.mjs'
 import { idempotencyKey } from './native.mjs'
 
 const abortReason = () =>
@@ -16,6 +18,8 @@ export class ToolContext {
   #appKey
   /** @type {((parts: unknown[]) => void) | null} */
   #report
+  /** @type {((calls: string) => Promise<string>) | null} */
+  #tools
 
   /**
    * @param {string} callId
@@ -24,9 +28,11 @@ export class ToolContext {
    * @param {object} caller
    * @param {string} [runId]
    * @param {string | null} [appKey]
-   * @param {((parts: unknown[]) => void) | null} [report] Where progress goes; null when nobody listens.
+   * @param {{report?: ((parts: unknown[]) => void) | null, tools?: ((calls: string) => Promise<string>) | null}} [reach]
+   *   Where progress goes (null when nobody listens) and the door to other tools (null when
+   *   the tool's policy names none).
    */
-  constructor(callId, tool, attempt, caller, runId = '', appKey = null, report = null) {
+  constructor(callId, tool, attempt, caller, runId = '', appKey = null, reach = {}) {
     /** The call's id in its batch. */
     this.callId = callId
     /** The tool's registered name. */
@@ -38,7 +44,33 @@ export class ToolContext {
     /** The run the call belongs to (the same across resumes and processes). */
     this.runId = runId
     this.#appKey = appKey
-    this.#report = report
+    this.#report = reach.report ?? null
+    this.#tools = reach.tools ?? null
+  }
+
+  /**
+   * Runs other tools of the engine as one batch, for this call's caller, through every
+   * guardrail, within what is left of its deadline. The tool's policy must name them
+   * (`mayCall`); each result names this call as its `parent`.
+   * @param {import('./types.d.mts').Call[]} calls
+   * @returns {Promise<import('./types.d.mts').BatchResult>}
+   */
+  async run(calls) {
+    if (this.#tools === null) {
+      throw new ToolError('permission_denied', `${this.tool} calls no tools: name the ones it may call in its policy's mayCall`)
+    }
+    return JSON.parse(await this.#tools(callsText(calls)))
+  }
+
+  /**
+   * Runs one other tool of the engine (see `run`).
+   * @param {string} tool
+   * @param {unknown} [args]
+   * @returns {Promise<import('./types.d.mts').CallResult>}
+   */
+  async call(tool, args = {}) {
+    const out = await this.run([{ id: 'call_0', tool, arguments: args }])
+    return out.results[0]
   }
 
   /**

@@ -148,10 +148,13 @@ export class Dispatcher {
         }
       }
       for (let i = 0; i < callers.length; i++) Object.freeze(callers[i])
-      for (const [token, tool, callId, attempt, caller, args, run, appKey, listened] of calls) {
+      for (const [token, tool, callId, attempt, caller, args, run, appKey, listened, callsTools] of calls) {
         const entry = this.handlers[tool]
-        const report = listened ? (parts) => this.#progress(token, parts) : null
-        const ctx = new ToolContext(callId, entry.name, attempt, callers[caller], runs[run], appKey, report)
+        const reach = {
+          report: listened ? (parts) => this.#progress(token, parts) : null,
+          tools: callsTools ? (text) => this.native.callTools(token, text) : null,
+        }
+        const ctx = new ToolContext(callId, entry.name, attempt, callers[caller], runs[run], appKey, reach)
         this.live.set(token, ctx)
         this.#start(token, entry, args, ctx)
       }

@@ -1,4 +1,5 @@
 // `Engine`: the idiomatic face of `NativeEngine` (src/engine.rs).
+import { callsText } from './calls.mjs'
 import { Dispatcher } from './dispatch.mjs'
 import { RegistrationError, ToolError } from './errors.mjs'
 import { NativeCancel, NativeEngine } from './native.mjs'
@@ -32,45 +33,6 @@ function splitOptions(options) {
   if (typeof options !== 'object') throw new TypeError('run options must be an object')
   const { signal, ...rest } = options
   return [JSON.stringify(rest), signal]
-}
-
-function callsText(calls) {
-  if (!Array.isArray(calls)) throw new TypeError('calls must be an array of {id, tool, arguments} objects')
-  try {
-    return JSON.stringify(calls, finiteNumbers)
-  } catch {
-    // One call's arguments have no JSON form (a BigInt, a cycle, a throwing toJSON): that
-    // call alone is refused (`argumentsError`), the others run.
-    return `[${calls.map(callText).join(',')}]`
-  }
-}
-
-/**
- * JSON.stringify would write `NaN` and `Infinity` as `null`, changing the value silently:
- * refused instead (the call alone, see `callText`).
- * @param {string} key
- * @param {unknown} value
- */
-function finiteNumbers(key, value) {
-  if (typeof value === 'number' && !Number.isFinite(value)) {
-    throw new TypeError(`${value} (at ${JSON.stringify(key)}) has no JSON form: JSON numbers are finite`)
-  }
-  return value
-}
-
-/** One call as JSON text; arguments without a JSON form are replaced by why. */
-function callText(call) {
-  try {
-    return JSON.stringify(call, finiteNumbers)
-  } catch (e) {
-    let why
-    try {
-      why = String(e?.message ?? e)
-    } catch {
-      why = 'reading them threw'
-    }
-    return JSON.stringify({ ...call, arguments: null, argumentsError: why })
-  }
 }
 
 /** The value of a native durable-run answer (`src/durable.rs`), or its refusal thrown as a ToolError. */

@@ -79,6 +79,8 @@ export interface CallResult {
   recovered?: boolean
   /** What the input schema's `default`s filled in, as JSON Pointers (`/unit`). */
   defaults?: string[]
+  /** The call whose handler made this one (`ctx.call`), if any. */
+  parent?: ParentCall
   /** Fields later capabilities add (camelCase keys). */
   [field: string]: unknown
 }
@@ -172,7 +174,18 @@ export interface Policy {
    * `outcome_unknown`. Unset: `pure` for read tools, `at_most_once` for the others.
    */
   effectClass?: 'pure' | 'idempotent' | 'at_most_once'
+  /** Tools this tool's handler may call through `ctx.call` / `ctx.run` (`'*'`: any). */
+  mayCall?: string[]
   [field: string]: unknown
+}
+
+/** The call a nested call was made from. */
+export interface ParentCall {
+  runId: string
+  callId: string
+  tool: string
+  /** 1 for a call a top-level call's handler made. */
+  depth: number
 }
 
 /** Risk levels, lowest first. */

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
-use tooljig::{Caller, CancellationToken, Progress, ToolContext};
+use tooljig::{Caller, CancellationToken, Progress, ToolCalls, ToolContext};
 
 /// Wakes the JS thread; the argument handed to JS is the drained queue as JSON text.
 type Wake = ThreadsafeFunction<(), (), String, Status, false, true>;
@@ -50,6 +50,7 @@ struct Request {
     app_key: Option<Arc<str>>,
     args: Value,
     listened: bool,
+    calls: bool,
 }
 
 /// A call of another app function (policy hook, resolver) waiting for the JS thread.
@@ -88,9 +89,17 @@ pub type Settled = (u8, Value);
 struct Shared {
     queue: Mutex<Queue>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Settled>>>,
-    /// Where the progress of running calls goes, for calls someone listens to.
-    listened: Mutex<HashMap<u64, Progress>>,
+    /// What running calls may reach besides their outcome: where their progress goes (when
+    /// someone listens) and the tools they may call (when their policy names some).
+    reach: Mutex<HashMap<u64, Reach>>,
     next_token: AtomicU64,
+}
+
+/// What a running call may reach besides its outcome.
+#[derive(Clone)]
+struct Reach {
+    progress: Option<Progress>,
+    tools: Option<ToolCalls>,
 }
 
 /// What the JS layer receives per wake-up.
@@ -100,8 +109,9 @@ struct Drained<'a> {
     callers: Vec<Value>,
     /// Distinct run ids of the drained calls, referenced by index.
     runs: Vec<&'a str>,
-    /// `[token, toolIndex, callId, attempt, callerIndex, args, runIndex, appKey, listened]`
-    /// per call (`listened`: whether anyone hears its progress).
+    /// `[token, toolIndex, callId, attempt, callerIndex, args, runIndex, appKey, listened,
+    /// calls]` per call (`listened`: whether anyone hears its progress; `calls`: whether it
+    /// may call tools).
     #[allow(clippy::type_complexity)]
     calls: Vec<(
         u64,
@@ -112,6 +122,7 @@ struct Drained<'a> {
         &'a Value,
         usize,
         Option<&'a str>,
+        bool,
         bool,
     )>,
     /// `[token, "hook", 0, request]`, `[token, "resolver", index, request]`,
@@ -170,6 +181,7 @@ impl Shared {
                 run,
                 r.app_key.as_deref(),
                 r.listened,
+                r.calls,
             ));
         }
         let asks = asks
@@ -238,8 +250,13 @@ impl Dispatcher {
     ) -> (u64, oneshot::Receiver<Settled>) {
         let (token, rx) = self.pending();
         let listened = ctx.progress.is_listened();
-        if listened {
-            lock(&self.shared.listened).insert(token, ctx.progress.clone());
+        let calls = ctx.tools.is_some();
+        if listened || calls {
+            let reach = Reach {
+                progress: listened.then(|| ctx.progress.clone()),
+                tools: ctx.tools.clone(),
+            };
+            lock(&self.shared.reach).insert(token, reach);
         }
         let wake = {
             let mut q = lock(&self.shared.queue);
@@ -253,6 +270,7 @@ impl Dispatcher {
                 app_key: ctx.app_key.clone(),
                 args,
                 listened,
+                calls,
             });
             !std::mem::replace(&mut q.scheduled, true)
         };
@@ -369,7 +387,10 @@ impl Dispatcher {
                     ));
                 }
             };
-        let Some(progress) = lock(&self.shared.listened).get(&token).cloned() else {
+        let progress = lock(&self.shared.reach)
+            .get(&token)
+            .and_then(|r| r.progress.clone());
+        let Some(progress) = progress else {
             return Ok(());
         };
         match output {
@@ -377,6 +398,13 @@ impl Dispatcher {
             None => progress.report(fraction, message),
         }
         Ok(())
+    }
+
+    /// The tools the running call `token` may call, if any.
+    pub fn tools(&self, token: u64) -> Option<ToolCalls> {
+        lock(&self.shared.reach)
+            .get(&token)
+            .and_then(|r| r.tools.clone())
     }
 
     /// Delivers results the JS layer settled, as `[[token, kind, payload], ...]` text.
@@ -421,7 +449,7 @@ impl AbortOnDrop {
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         // Settled or abandoned, the call reports no more.
-        lock(&self.dispatcher.shared.listened).remove(&self.token);
+        lock(&self.dispatcher.shared.reach).remove(&self.token);
         if self.armed {
             self.dispatcher.abort(self.token, true);
         }

@@ -239,6 +239,32 @@ impl JsEngine {
         serde_json::to_value(self.engine.telemetry()).unwrap_or(Value::Null)
     }
 
+    /// Runs other tools for the running JS handler `token` (its `ctx.run(...)`): `calls` as
+    /// JSON text; resolves with the batch result as JSON text. Refused when its tool's policy
+    /// names none (`may_call`).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn call_tools<'env>(
+        &self,
+        env: &'env Env,
+        token: i64,
+        calls: String,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let tools = u64::try_from(token)
+            .ok()
+            .and_then(|t| self.dispatcher.tools(t));
+        env.spawn_future(async move {
+            let Some(tools) = tools else {
+                return Err(napi::Error::new(
+                    Status::GenericFailure,
+                    "this call may not call tools (or has ended): name them in its policy's mayCall",
+                ));
+            };
+            let calls = parse_calls(&calls)?;
+            let out = tools.run(calls, None, None).await;
+            Ok(batch_text(&out))
+        })
+    }
+
     /// A running JS handler's progress report, as `[token, fraction, message, output?]` text.
     #[napi]
     pub fn progress(&self, report: String) -> napi::Result<()> {

@@ -1,8 +1,13 @@
 //! `tooljig.ToolContext`: what a handler knows about the call it runs.
 
+use crate::batch::CancelOnCancelled;
 use crate::caller::PyCaller;
+use crate::host::{BatchHost, Msg};
+use crate::runtime;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use tooljig::ToolContext;
+use pyo3_async_runtimes::TaskLocals;
+use tooljig::{ErrorCode, ToolContext, ToolError};
 
 /// What a handler knows about the call it runs. A handler gets it by declaring a parameter
 /// annotated `ToolContext`; that parameter is left out of the tool's schema.
@@ -15,6 +20,44 @@ impl PyToolContext {
     /// Wraps the core's context of one attempt.
     pub fn new(inner: ToolContext) -> Self {
         PyToolContext { inner }
+    }
+
+    /// Starts a nested batch on the running loop; its future resolves with the batch's
+    /// result, or with its one call's when `one`.
+    fn start<'py>(
+        &self,
+        py: Python<'py>,
+        calls: Vec<tooljig::Call>,
+        one: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let Some(tools) = self.inner.tools.clone() else {
+            let why = format!(
+                "{} calls no tools: name the ones it may call in its policy's may_call",
+                &*self.inner.tool
+            );
+            let error = ToolError::new(ErrorCode::PermissionDenied, why);
+            return Err(PyErr::from_value(crate::outcome::to_py_error(py, &error)?));
+        };
+        let locals = TaskLocals::with_running_loop(py)
+            .map_err(|_| {
+                PyRuntimeError::new_err("ctx.run() and ctx.call() are awaited in an async handler")
+            })?
+            .copy_context(py)?;
+        let (handle, _) = runtime::for_batch().map_err(|e| crate::error::shutdown(py, e))?;
+        // Cancelled with this attempt, and when the awaiting task is cancelled.
+        let cancel = self.inner.cancel.child_token();
+        let future = locals.event_loop(py).call_method0("create_future")?;
+        future.call_method1("add_done_callback", (CancelOnCancelled(cancel.clone()),))?;
+        let host = BatchHost::start(py, locals, future.clone(), false)?;
+        handle.spawn(async move {
+            let out = tools.run(calls, Some(host.clone()), Some(cancel)).await;
+            host.post(if one {
+                Msg::DoneOne(out)
+            } else {
+                Msg::Done(out)
+            });
+        });
+        Ok(future)
     }
 }
 
@@ -84,6 +127,34 @@ impl PyToolContext {
                 .partial(crate::convert::from_py(output)?);
         }
         Ok(())
+    }
+
+    /// Runs other tools of the engine as one batch, for this call's caller, through every
+    /// guardrail, within what is left of its deadline (the tool's policy must name them in
+    /// ``may_call``). Returns an awaitable of the ``BatchResult``.
+    fn run<'py>(&self, py: Python<'py>, calls: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let calls = crate::engine::calls_from_py(py, calls)?;
+        self.start(py, calls, false)
+    }
+
+    /// Runs one other tool of the engine (see :meth:`run`); returns an awaitable of its
+    /// ``CallResult``.
+    #[pyo3(signature = (tool, arguments=None))]
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        tool: String,
+        arguments: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let arguments = match arguments {
+            Some(a) => crate::convert::from_py(a)?,
+            None => serde_json::json!({}),
+        };
+        self.start(
+            py,
+            vec![tooljig::Call::new("call_0", tool, arguments)],
+            true,
+        )
     }
 
     fn __repr__(&self) -> String {

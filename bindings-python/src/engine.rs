@@ -367,7 +367,7 @@ fn block_on<T: Send>(
 /// a lone surrogate, `bytes`, nesting past the limit) is kept with `arguments_error` set, so
 /// it alone is refused and the rest of the batch runs; a call whose other fields are wrong
 /// refuses the batch, naming it.
-fn calls_from_py(py: Python<'_>, calls: &Bound<'_, PyAny>) -> PyResult<Vec<Call>> {
+pub fn calls_from_py(py: Python<'_>, calls: &Bound<'_, PyAny>) -> PyResult<Vec<Call>> {
     if let Ok(all) = convert::from_py_as::<Vec<Call>>(calls) {
         return Ok(all);
     }

@@ -47,6 +47,9 @@ pub enum Msg {
     Event(Event),
     /// The batch finished.
     Done(BatchResult),
+    /// A one-call batch finished; its future resolves with that call's result
+    /// (`ctx.call(...)`).
+    DoneOne(BatchResult),
     /// A durable-run operation (`durable.rs`) answered: a JSON value, or the core's refusal,
     /// raised as `tooljig.ToolError`.
     Reply(Result<Value, ToolError>),
@@ -281,6 +284,7 @@ impl BatchHost {
                 Msg::Cancel(slot) => cancel_task(py, &slot),
                 Msg::Event(event) => self.push_event(py, event),
                 Msg::Done(out) => self.finish(py, out),
+                Msg::DoneOne(out) => self.finish_one(py, out),
                 Msg::Reply(out) => self.reply(py, out),
             };
             if let Err(e) = handled {
@@ -377,6 +381,19 @@ impl BatchHost {
             resolve(waiter.bind(py), to_list(py, events)?.into_any())?;
         }
         Ok(())
+    }
+
+    fn finish_one(&self, py: Python<'_>, mut out: BatchResult) -> PyResult<()> {
+        let future = {
+            let mut side = lock(&self.side);
+            side.events.finish();
+            side.result.clone_ref(py)
+        };
+        let result = match out.results.pop() {
+            Some(r) => Py::new(py, crate::results::PyCallResult::new(r))?.into_any(),
+            None => py.None(),
+        };
+        resolve(future.bind(py), result.into_bound(py))
     }
 
     fn reply(&self, py: Python<'_>, out: Result<Value, ToolError>) -> PyResult<()> {

@@ -33,6 +33,10 @@ pub struct BatchOptions {
     /// completed are compensated (see `docs/durable-runs.md`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub atomic: bool,
+    /// Set on a batch a handler asked for through [`crate::ToolContext::tools`]: the call it
+    /// comes from and what it may call.
+    #[serde(skip)]
+    pub lineage: Option<crate::tool_calls::Lineage>,
 }
 
 /// Default of [`BatchOptions::concurrency`].

@@ -126,6 +126,9 @@ pub struct CallResult {
     /// What the input schema's `default`s filled in, as JSON Pointers (`/unit`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub defaults: Vec<String>,
+    /// The call whose handler made this one (`ctx.tools`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Box<crate::tool_calls::ParentCall>>,
 }
 
 impl CallResult {
@@ -153,6 +156,7 @@ impl CallResult {
             recovered: false,
             hidden: Vec::new(),
             defaults: Vec::new(),
+            parent: None,
         }
     }
 

@@ -17,6 +17,7 @@ use crate::job::Job;
 use crate::output::check_output;
 use crate::progress::Progress;
 use crate::schema::arguments_envelope;
+use crate::tool_calls::Calling;
 use futures::FutureExt;
 use serde_json::Value;
 use std::ops::ControlFlow;
@@ -50,6 +51,7 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
         Envelope::Ok(Value::Null),
     );
     result.repaired = job.repaired;
+    result.parent = job.parent.clone();
 
     // A decided approval: the approved arguments take the whole path from here.
     if let Err(e) = durable::approved_input(d, &mut job) {
@@ -63,11 +65,8 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
         return result;
     }
 
-    // Step 4: the schema's defaults for what the model left out, then validation against the
-    // schema compiled at registration.
-    if let Some(defaults) = &job.tool.defaults {
-        result.defaults = defaults.fill(&mut job.arguments);
-    }
+    // Step 4: validate against the schema compiled at registration, then fill in its
+    // defaults for what the model left out.
     if !job.tool.input.is_valid(&job.arguments)
         && let Some(envelope) = arguments_envelope(job.tool.input.check(&job.arguments))
     {
@@ -75,6 +74,9 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
         result.finished_us = job.since_start();
         result.arguments = Some(job.arguments);
         return result;
+    }
+    if let Some(defaults) = &job.tool.defaults {
+        result.defaults = defaults.apply(&mut job.arguments, &job.tool.input);
     }
 
     // Step 5: access (the policy hook over the final arguments).
@@ -141,6 +143,18 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
                 ),
                 None => Progress::default(),
             },
+            tools: job.door.as_ref().and_then(|door| {
+                door.for_call(Calling {
+                    run_id: &d.run_id,
+                    call_id: &job.id,
+                    tool: &job.tool.spec.name,
+                    may_call: &job.tool.spec.policy.may_call,
+                    caller: job.caller.clone(),
+                    cancel: attempt_cancel.clone(),
+                    timeout,
+                    host: job.host.clone(),
+                })
+            }),
         };
         let run = AssertUnwindSafe(handler.call(job.arguments.clone(), ctx)).catch_unwind();
         let outcome = match timeout {

@@ -54,6 +54,8 @@ pub struct ToolContext {
     pub app_key: Option<Arc<str>>,
     /// Reports progress and partial outputs to whoever watches the batch.
     pub progress: crate::progress::Progress,
+    /// Runs other tools of the engine, when the tool's policy names some (`may_call`).
+    pub tools: Option<crate::tool_calls::ToolCalls>,
 }
 
 impl ToolContext {

@@ -10,6 +10,7 @@ use crate::envelope::Envelope;
 use crate::events::{Event, EventSender};
 use crate::handler::HostData;
 use crate::registry::RegisteredTool;
+use crate::tool_calls::{Door, ParentCall};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -36,6 +37,10 @@ pub struct Job {
     pub events: Option<EventSender>,
     /// Handed to app code (handlers, hooks, resolvers, predicates) as the binding's host.
     pub host: Option<HostData>,
+    /// What its handler calls tools through, when its tool may (`may_call`).
+    pub(crate) door: Option<Door>,
+    /// The call whose handler asked for this one's batch, when it is nested.
+    pub parent: Option<Box<ParentCall>>,
 }
 
 impl Job {

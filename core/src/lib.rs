@@ -35,6 +35,7 @@ pub mod policy;
 pub mod registration_error;
 pub mod spec;
 pub mod tool;
+pub mod tool_calls;
 pub mod violation;
 
 // The path of one call: plan (steps 1–2), then per call the guards, durable steps and
@@ -115,5 +116,6 @@ pub use store::{MemoryStore, SqliteStore, StateStore};
 pub use telemetry::TelemetrySnapshot;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::Tool;
+pub use tool_calls::{ParentCall, ToolCalls};
 pub use violation::Violation;
 pub use wakeup::WakeBus;

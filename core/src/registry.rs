@@ -31,6 +31,9 @@ struct Tools {
     by_name: HashMap<String, Arc<RegisteredTool>>,
     order: Vec<String>,
     aliases: HashMap<String, String>,
+    /// Whether some tool may call tools (`may_call`): only then does a batch open the door
+    /// its handlers call through.
+    calling: bool,
 }
 
 /// Tools by name. Registration copies the table (rare); each batch reads one snapshot
@@ -121,6 +124,7 @@ impl Registry {
             tools.aliases.insert(original.clone(), spec.name.clone());
         }
         let name: Arc<str> = Arc::from(spec.name.as_str());
+        tools.calling |= !spec.policy.may_call.is_empty();
         tools.order.push(spec.name.clone());
         tools.by_name.insert(
             spec.name.clone(),
@@ -148,6 +152,10 @@ impl Registry {
         }
         tools.order.retain(|n| n != name);
         tools.aliases.retain(|_, target| target != name);
+        tools.calling = tools
+            .by_name
+            .values()
+            .any(|t| !t.spec.policy.may_call.is_empty());
         self.tools.store(Arc::new(tools));
         self.changes.send_modify(|n| *n += 1);
         true
@@ -170,6 +178,11 @@ impl Registry {
 }
 
 impl Snapshot {
+    /// Whether some tool may call tools (`may_call`).
+    pub fn calling(&self) -> bool {
+        self.0.calling
+    }
+
     /// Looks a tool up by name or by the name it was imported under.
     pub fn get(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
         self.0

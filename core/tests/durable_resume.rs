@@ -236,6 +236,7 @@ async fn a_crash_mid_call_is_recovered_by_effect_class() {
         run_id: Arc::from(run_id.as_str()),
         app_key: None,
         progress: Default::default(),
+        tools: None,
     }
     .idempotency_key();
     let key = &snapshot.iter().find(|(t, _)| t == "send").unwrap().1;

@@ -16,7 +16,7 @@ pub const CALLER: Shape = &[""];
 /// Batch options.
 pub const BATCH_OPTIONS: Shape = &[""];
 /// An audit query, an audit record, the chain's verification report.
-pub const AUDIT: Shape = &[""];
+pub const AUDIT: Shape = &["", "parent"];
 /// The engine's options (data ones: `limits`, `approval_rules`; `schema_resources` are data).
 pub const ENGINE_OPTIONS: Shape = &["", "limits", "approval_rules"];
 /// A tool spec as registered; its schemas are data.
@@ -41,11 +41,12 @@ pub const BATCH: Shape = &[
     "",
     "results/*",
     "results/*/approval",
+    "results/*/parent",
     "rollback",
     "rollback/entries/*",
 ];
 /// A batch's events.
-pub const BATCH_EVENTS: Shape = &["*", "*/result", "*/result/approval"];
+pub const BATCH_EVENTS: Shape = &["*", "*/result", "*/result/approval", "*/result/parent"];
 /// An agent run's events.
 pub const AGENT_EVENTS: Shape = &["*", "*/usage"];
 /// A stored approval request.
@@ -61,6 +62,7 @@ pub const RUN_RECORD: Shape = &[
     "calls/*",
     "results/*",
     "results/*/approval",
+    "results/*/parent",
     "steps/*",
     "rollback/*",
 ];

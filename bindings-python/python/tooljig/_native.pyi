@@ -276,6 +276,10 @@ class ToolContext:
         """Reports how far the call is (``fraction`` 0 to 1, a message); a no-op unheard."""
     def partial(self, output: Any) -> None:
         """Hands out a partial output before the result (a preliminary tool output)."""
+    def run(self, calls: Iterable[Mapping[str, Any]]) -> asyncio.Future[BatchResult]:
+        """Runs other tools of the engine as one batch (the policy's ``may_call``)."""
+    def call(self, tool: str, arguments: Any = None) -> asyncio.Future[CallResult]:
+        """Runs one other tool of the engine (the policy's ``may_call``)."""
 
 # --- providers (src/providers.rs) ---------------------------------------------------------
 

@@ -2,10 +2,12 @@
 //!
 //! At registration the input schema is read once into a [`Defaults`] tree: for each property
 //! that has a `default`, or an object schema with defaults of its own, where to put what.
-//! Before step 4 (validation) a property the model left out gets its default, and an object
-//! that is there gets its own missing properties filled, level by level; what was filled is
-//! recorded on the call's result as JSON Pointers. A schema without any `default` yields no
-//! tree, and calls of its tool pay nothing.
+//! Once the arguments the model sent are valid (step 4: in JSON Schema `default` is an
+//! annotation, so a missing property is judged missing, not defaulted), a property left out
+//! gets its default and an object that is there gets its own missing properties filled,
+//! level by level; what was filled is recorded on the call's result as JSON Pointers. A
+//! default that breaks the schema (the official suite has such schemas) is not filled. A
+//! schema without any `default` yields no tree, and calls of its tool pay nothing.
 //!
 //! Read: `properties` (and `$ref` to a local `#/$defs/...` or `#/definitions/...`, and every
 //! branch of `allOf`), so defaults nested in objects are filled too. Not read: `anyOf`,
@@ -13,6 +15,7 @@
 //! the value, and a guess would put values where the schema never asked for them.
 //! No library fills defaults (the `jsonschema` crate validates only), hence this file.
 
+use crate::schema::{CompiledSchema, Verdict};
 use serde_json::{Map, Value};
 
 /// How deep objects are read.
@@ -126,6 +129,38 @@ impl Defaults {
         }
     }
 
+    /// Fills what valid `arguments` leave out, keeping `schema` satisfied: a default whose
+    /// value breaks the schema is taken out again. Returns the JSON Pointers of what it
+    /// filled.
+    pub fn apply(&self, arguments: &mut Value, schema: &CompiledSchema) -> Vec<String> {
+        let before = arguments.clone();
+        let filled = self.fill(arguments);
+        if filled.is_empty() || schema.is_valid(arguments) {
+            return filled;
+        }
+        let broken: Vec<String> = match schema.check(arguments) {
+            Verdict::Invalid(violations) => violations.into_iter().map(|v| v.pointer).collect(),
+            _ => Vec::new(),
+        };
+        let touches = |filled: &str, at: &str| {
+            let under = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}/"));
+            under(at, filled) || under(filled, at)
+        };
+        let (bad, mut good): (Vec<String>, Vec<String>) = filled
+            .into_iter()
+            .partition(|p| broken.iter().any(|at| touches(p, at)));
+        for p in &bad {
+            remove(arguments, p);
+        }
+        good.retain(|g| !bad.iter().any(|b| g.starts_with(&format!("{b}/"))));
+        if schema.is_valid(arguments) {
+            good
+        } else {
+            *arguments = before;
+            Vec::new()
+        }
+    }
+
     /// Fills what `arguments` leaves out; returns the JSON Pointers of what it filled. Values
     /// that are there (`null` included) stay as they are; what is not an object is left to
     /// validation.
@@ -160,6 +195,17 @@ impl Defaults {
             }
             at.truncate(len);
         }
+    }
+}
+
+/// Takes the value at `pointer` out of `value`, if it is there.
+fn remove(value: &mut Value, pointer: &str) {
+    let Some((parent, key)) = pointer.rsplit_once('/') else {
+        return;
+    };
+    let key = key.replace("~1", "/").replace("~0", "~");
+    if let Some(Value::Object(object)) = value.pointer_mut(parent) {
+        object.remove(&key);
     }
 }
 

@@ -303,6 +303,7 @@ async fn undo(
         run_id: Arc::from(record.id.as_str()),
         app_key: None,
         progress: Default::default(),
+        tools: None,
     };
     let run = AssertUnwindSafe(handler.call(input, ctx)).catch_unwind();
     let outcome = match timeout {

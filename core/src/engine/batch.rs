@@ -20,6 +20,7 @@ use crate::handler::HostData;
 use crate::job::Job;
 use crate::plan::{Entry, Node, Plan, substitute_refs};
 use crate::registry::Snapshot;
+use crate::tool_calls::{Door, NestedSender, ParentCall};
 use futures::FutureExt;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -76,6 +77,10 @@ pub(crate) struct Batch {
     atomic: bool,
     /// In an atomic batch, the first call that failed: nothing starts after it.
     atomic_failed: Option<usize>,
+    /// What its handlers call tools through, when some tool may (`tool_calls.rs`).
+    door: Option<Door>,
+    /// The call whose handler asked for this batch, when it is nested.
+    parent: Option<Box<ParentCall>>,
 }
 
 impl Batch {
@@ -85,6 +90,7 @@ impl Batch {
         caller: Caller,
         options: BatchOptions,
         pass: Pass,
+        nested: Option<NestedSender>,
     ) -> Batch {
         let start = Instant::now();
         let tools = engine.registry.snapshot();
@@ -125,6 +131,23 @@ impl Batch {
                 },
             })
             .collect();
+        // A nested batch: only the tools the calling tool may call, and no loops.
+        if let Some(lineage) = &options.lineage {
+            for slot in slots.iter_mut() {
+                let refusal = slot
+                    .node
+                    .as_ref()
+                    .and_then(|n| lineage.refusal(&n.tool.spec.name));
+                if let Some((code, message)) = refusal {
+                    slot.node = None;
+                    slot.result = Some(CallResult::refused(
+                        slot.id.clone(),
+                        slot.tool.clone(),
+                        Envelope::error(code, message),
+                    ));
+                }
+            }
+        }
         // A resumed run: calls settled in earlier passes keep their results.
         for slot in slots.iter_mut() {
             if let Some(r) = pass.settled(&slot.id) {
@@ -143,7 +166,15 @@ impl Batch {
                 slots[d].dependents.push(i);
             }
         }
+        let deadline = options.deadline_ms.map(Duration::from_millis);
+        let door = nested.map(|sender| Door {
+            sender,
+            lineage: options.lineage.clone(),
+            deadline: deadline.map(|d| start + d),
+        });
         let mut batch = Batch {
+            door,
+            parent: options.lineage.map(|l| Box::new(l.parent().clone())),
             slots,
             ready: VecDeque::new(),
             caller: Arc::new(caller),
@@ -151,7 +182,7 @@ impl Batch {
             events: options.events,
             host: options.host,
             cancel: options.cancel.unwrap_or_default(),
-            deadline: options.deadline_ms.map(Duration::from_millis),
+            deadline,
             concurrency: options.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
             finished: 0,
             tools,
@@ -206,6 +237,9 @@ impl Batch {
     /// Records a call the driver finished itself (a refusal, a call left waiting or unrun)
     /// and releases the calls waiting on it.
     fn settle(&mut self, i: usize) {
+        if let (Some(parent), Some(r)) = (&self.parent, self.slots[i].result.as_mut()) {
+            r.parent = Some(parent.clone());
+        }
         // Step 11: every result passes here or through `settle_ran`, planning refusals
         // included. A resumed run's calls settled in earlier passes were audited then.
         if let Some(r) = self.slots[i]
@@ -397,6 +431,8 @@ impl Batch {
             batch_start: self.start,
             events: self.events.clone(),
             host: self.host.clone(),
+            door: self.door.clone(),
+            parent: self.parent.clone(),
         };
         Some((job, durable))
     }

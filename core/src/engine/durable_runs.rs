@@ -246,15 +246,12 @@ impl Engine {
         options.cancel = live.cancel;
         options.events = live.events;
         options.host = live.host;
-        let out = Batch::new(
-            self,
-            record.calls.clone(),
-            record.caller.clone(),
-            options.clone(),
-            pass.clone(),
-        )
-        .drive()
-        .await;
+        let out = self
+            .serving(|door| {
+                let (calls, caller) = (record.calls.clone(), record.caller.clone());
+                Batch::new(self, calls, caller, options.clone(), pass.clone(), door).drive()
+            })
+            .await;
         let tools = self.registry.snapshot();
         let prior = Some((record, version));
         let (out, refused) = run::persist(&tools, &pass, None, &options, out, prior).await;

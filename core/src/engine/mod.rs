@@ -23,6 +23,7 @@ use crate::guard::Guards;
 use crate::registry::{RegistrationError, Registry};
 use crate::spec::ToolSpec;
 use crate::tool::Tool;
+use crate::tool_calls::{NestedRequest, NestedSender};
 use batch::Batch;
 use std::sync::Arc;
 
@@ -63,9 +64,21 @@ impl Engine {
     /// Never fails: every refusal and failure is an envelope.
     pub async fn run(
         &self,
+        calls: Vec<Call>,
+        caller: Caller,
+        options: BatchOptions,
+    ) -> BatchResult {
+        self.serving(|door| self.run_with(calls, caller, options, door))
+            .await
+    }
+
+    /// [`Engine::run`], its handlers calling tools through `door` when some tool may.
+    async fn run_with(
+        &self,
         mut calls: Vec<Call>,
         caller: Caller,
         mut options: BatchOptions,
+        door: Option<NestedSender>,
     ) -> BatchResult {
         // Durable runs (`durable/run.rs`): the batch is a run that may suspend, resume,
         // roll back.
@@ -73,12 +86,43 @@ impl Engine {
         let cancel = run::batch_token(&mut options, self.durable.explicit_store);
         let started = run::start(&self.durable, &calls, &caller, &options, &cancel).await;
         let kept = (calls.clone(), caller.clone(), options.clone());
-        let out = Batch::new(self, calls, caller, options, started.pass.clone())
+        let out = Batch::new(self, calls, caller, options, started.pass.clone(), door)
             .drive()
             .await;
         let out = run::finish_pass(&self.registry.snapshot(), started, kept, out).await;
         // Step 11: the batch's audit records are durable before the app sees its results.
         self.guards.flush().await;
         out
+    }
+
+    /// Runs `work` (a batch, or a resumed one). When some tool may call tools (`may_call`),
+    /// the batches its handlers ask for run here too, beside it, on this engine
+    /// (`tool_calls.rs`); so do the batches theirs ask for, through the same door.
+    async fn serving<F, T>(&self, work: impl FnOnce(Option<NestedSender>) -> F) -> T
+    where
+        F: std::future::Future<Output = T>,
+    {
+        if !self.registry.snapshot().calling() {
+            return work(None).await;
+        }
+        let (door, mut asked) = tokio::sync::mpsc::unbounded_channel::<NestedRequest>();
+        let main = work(Some(door.clone()));
+        tokio::pin!(main);
+        let mut nested = futures::stream::FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                out = &mut main => return out,
+                Some(request) = asked.recv() => {
+                    let door = door.clone();
+                    nested.push(async move {
+                        let out = self
+                            .run_with(request.calls, request.caller, request.options, Some(door))
+                            .await;
+                        let _ = request.reply.send(out);
+                    });
+                }
+                Some(()) = futures::StreamExt::next(&mut nested), if !nested.is_empty() => {}
+            }
+        }
     }
 }

@@ -72,6 +72,10 @@ pub struct Policy {
     pub redact: BTreeMap<String, Redaction>,
     /// Whether the audit record keeps the data the tool returned (redacted like the arguments).
     pub audit_output: bool,
+    /// Tools this tool's handler may call through `ctx.tools` (`"*"`: any); empty, it calls
+    /// none. See `docs/tools.md`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub may_call: Vec<String>,
 }
 
 /// What a tool does to the world (its category). Only `read` tools may be cached.
@@ -140,6 +144,7 @@ impl Default for Policy {
             cache: None,
             redact: BTreeMap::new(),
             audit_output: false,
+            may_call: Vec::new(),
         }
     }
 }

@@ -371,6 +371,7 @@ mod tests {
             replayed: false,
             repaired: false,
             approval: None,
+            parent: None,
             prev_hash: String::new(),
             hash: String::new(),
         }

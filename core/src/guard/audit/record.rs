@@ -117,6 +117,10 @@ pub struct AuditRecord {
     /// The approval this call needed, as the approval step recorded it.
     #[serde(default)]
     pub approval: Option<Value>,
+    /// The call whose handler made this one (`ctx.tools`). Left out when there is none, so
+    /// the records written before it existed keep their hashes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<crate::tool_calls::ParentCall>,
     /// The previous record's hash (64 zeros for the first).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub prev_hash: String,
@@ -197,6 +201,7 @@ impl AuditRecord {
                 .approval
                 .as_ref()
                 .and_then(|a| serde_json::to_value(a).ok()),
+            parent: result.parent.as_deref().cloned(),
             prev_hash: String::new(),
             hash: String::new(),
         }

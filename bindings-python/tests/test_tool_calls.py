@@ -1,0 +1,57 @@
+"""Tools calling tools (``ctx.call``, ``ctx.run``): the same caller through every guardrail,
+each nested result naming its parent, and what the policy does not name refused."""
+
+from __future__ import annotations
+
+import pytest
+
+import tooljig
+
+
+async def test_a_handler_calls_tools_as_its_caller(engine: tooljig.Engine) -> None:
+    @engine.tool(effect="read")
+    async def weather(city: str) -> dict[str, object]:
+        """Weather."""
+        return {"city": city, "temp_c": 21}
+
+    @engine.tool
+    def whoami(ctx: tooljig.ToolContext) -> str | None:
+        """Who calls."""
+        return ctx.caller.principal
+
+    @engine.tool
+    def secret() -> str:
+        """Not for plan."""
+        return "s3cret"
+
+    @engine.tool(may_call=["weather", "whoami"])
+    async def plan(city: str, ctx: tooljig.ToolContext) -> dict[str, object]:
+        """Plans a trip by calling other tools."""
+        forecast = await ctx.call("weather", {"city": city})
+        both = await ctx.run([{"id": "me", "tool": "whoami"}, {"id": "s", "tool": "secret"}])
+        return {
+            "forecast": forecast.envelope,
+            "parent": forecast["parent"],
+            "me": both[0].envelope,
+            "secret": both[1].error_code,
+        }
+
+    [out] = await engine.run([{"id": "top", "tool": "plan", "arguments": {"city": "Oslo"}}], caller={"principal": "alice"})
+    data = out.envelope["data"]
+    assert data["forecast"] == {"ok": True, "data": {"city": "Oslo", "temp_c": 21}}
+    assert data["parent"]["call_id"] == "top" and data["parent"]["tool"] == "plan" and data["parent"]["depth"] == 1
+    assert data["me"] == {"ok": True, "data": "alice"}
+    assert data["secret"] == "permission_denied"
+
+
+async def test_a_tool_that_names_nothing_to_call_is_refused_clearly(engine: tooljig.Engine) -> None:
+    @engine.tool
+    async def lonely(ctx: tooljig.ToolContext) -> str:
+        """Tries to call."""
+        with pytest.raises(tooljig.ToolError) as refused:
+            await ctx.call("lonely")
+        assert refused.value.code == "permission_denied"
+        return "alone"
+
+    [out] = await engine.run([{"tool": "lonely"}])
+    assert out.envelope == {"ok": True, "data": "alone"}
