@@ -364,6 +364,13 @@ export declare function errorCodes(): Array<ErrorCodeInfo>
  */
 export declare function idempotencyKey(runId: string, callId: string, tool: string, appKey?: string | undefined | null): string
 
+/**
+ * Imports OpenAI function specs or BFCL docs (`definitions` as JSON text); `options` as
+ * JSON text (`format`, `category`, `closeObjects`). Returns the specs as JSON text, with
+ * camelCase keys as `engine.specs()` gives them.
+ */
+export declare function importTools(definitions: string, options: string): string
+
 /** Every result of a batch as one message for the model. */
 export declare function jsonProtocolFormatResults(results: any): string
 

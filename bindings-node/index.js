@@ -863,6 +863,7 @@ module.exports.buildProfile = nativeBinding.buildProfile
 module.exports.cli = nativeBinding.cli
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.idempotencyKey = nativeBinding.idempotencyKey
+module.exports.importTools = nativeBinding.importTools
 module.exports.jsonProtocolFormatResults = nativeBinding.jsonProtocolFormatResults
 module.exports.jsonProtocolParse = nativeBinding.jsonProtocolParse
 module.exports.jsonProtocolPrompt = nativeBinding.jsonProtocolPrompt

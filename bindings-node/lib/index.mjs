@@ -1,5 +1,6 @@
 // tooljig: run the tool calls that language models propose. See README.md.
 export { Engine } from './engine.mjs'
+export { importTools } from './imports.mjs'
 export { InboxServer } from './inbox.mjs'
 export { McpClient, McpServer } from './mcp.mjs'
 export { tool } from './tool.mjs'

@@ -7,4 +7,5 @@ export const unexpectedMessage: typeof native.unexpectedMessage;
 export const buildProfile: typeof native.buildProfile;
 export const idempotencyKey: typeof native.idempotencyKey;
 export const cli: typeof native.cli;
+export const nativeImportTools: typeof native.importTools;
 import native from '../index.js';

@@ -410,7 +410,7 @@ fn parse_spec(spec: Value) -> Result<ToolSpec, RegistrationProblem> {
 }
 
 /// A spec with camelCase keys, its policy's too; schemas untouched.
-fn spec_value(spec: &ToolSpec) -> Value {
+pub fn spec_value(spec: &ToolSpec) -> Value {
     keys::to_js(
         serde_json::to_value(spec).unwrap_or(Value::Null),
         shape::SPEC_OUT,

@@ -41,6 +41,7 @@ mod events;
 #[cfg(feature = "bench")]
 mod floor;
 mod handler;
+mod imports;
 mod inbox;
 mod mcp;
 mod model;

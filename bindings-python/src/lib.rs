@@ -21,6 +21,7 @@ pub mod error;
 pub mod events;
 pub mod handler;
 pub mod host;
+pub mod imports;
 pub mod inbox;
 pub mod mcp;
 pub mod model;
@@ -81,6 +82,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     model::register(m)?;
     model::callable::register(m)?;
     providers::register(m)?;
+    imports::register(m)?;
     stream::register(m)?;
     m.add("ERROR_CODES", error_codes())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -19,17 +19,7 @@ from tooljig.stream import (
     to_ui_message_stream,
 )
 
-
-def corpus(sub: str) -> Path:
-    """A corpus directory; skipped when missing, a failure under CI=true."""
-    root = os.environ.get("TOOLJIG_CORPORA")
-    base = Path(root) if root else Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
-    path = base / sub
-    if not path.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"corpus {path} is missing (CI=true)")
-        pytest.skip(f"corpus {path} is missing")
-    return path
+from support.corpora import corpus
 
 
 def in_pieces(provider: str, data: bytes, size: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:

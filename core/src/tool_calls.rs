@@ -106,9 +106,13 @@ pub(crate) struct Door {
     pub(crate) deadline: Option<Instant>,
 }
 
-/// A handler's way to run other tools of its engine ([`crate::ToolContext::tools`]).
+/// A handler's way to run other tools of its engine ([`crate::ToolContext::tools`]). Cheap
+/// to clone: one pointer, so a context without it stays small.
 #[derive(Clone)]
-pub struct ToolCalls {
+pub struct ToolCalls(Arc<Reach>);
+
+/// What [`ToolCalls`] holds.
+struct Reach {
     sender: NestedSender,
     lineage: Lineage,
     caller: Arc<Caller>,
@@ -120,8 +124,8 @@ pub struct ToolCalls {
 impl std::fmt::Debug for ToolCalls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolCalls")
-            .field("parent", &self.lineage.parent)
-            .field("may_call", &self.lineage.allowed)
+            .field("parent", &self.0.lineage.parent)
+            .field("may_call", &self.0.lineage.allowed)
             .finish()
     }
 }
@@ -155,7 +159,7 @@ impl Door {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        Some(ToolCalls {
+        Some(ToolCalls(Arc::new(Reach {
             sender: self.sender.clone(),
             lineage: Lineage {
                 parent: ParentCall {
@@ -171,7 +175,7 @@ impl Door {
             cancel: c.cancel,
             deadline,
             host: c.host,
-        })
+        })))
     }
 }
 
@@ -181,7 +185,7 @@ impl ToolCalls {
 
     /// The call these tool calls are made from.
     pub fn parent(&self) -> &ParentCall {
-        &self.lineage.parent
+        &self.0.lineage.parent
     }
 
     /// Runs `calls` as one batch (dependencies and `$from` references work as in any batch)
@@ -195,28 +199,29 @@ impl ToolCalls {
         host: Option<HostData>,
         cancel: Option<CancellationToken>,
     ) -> BatchResult {
+        let reach = &self.0;
         let ids: Vec<(String, String)> = calls
             .iter()
             .map(|c| (c.id.clone(), c.tool.clone()))
             .collect();
-        let deadline_ms = self
+        let deadline_ms = reach
             .deadline
             .map(|at| at.saturating_duration_since(Instant::now()).as_millis() as u64);
         let options = BatchOptions {
             deadline_ms,
-            cancel: Some(cancel.unwrap_or_else(|| self.cancel.child_token())),
-            host: host.or_else(|| self.host.clone()),
-            lineage: Some(self.lineage.clone()),
+            cancel: Some(cancel.unwrap_or_else(|| reach.cancel.child_token())),
+            host: host.or_else(|| reach.host.clone()),
+            lineage: Some(reach.lineage.clone()),
             ..BatchOptions::default()
         };
         let (reply, answer) = oneshot::channel();
         let request = NestedRequest {
             calls,
-            caller: (*self.caller).clone(),
+            caller: (*reach.caller).clone(),
             options,
             reply,
         };
-        if self.sender.send(request).is_ok()
+        if reach.sender.send(request).is_ok()
             && let Ok(out) = answer.await
         {
             return out;

@@ -13,6 +13,8 @@ pub type Shape = &'static [&'static str];
 
 /// A caller (`principal`, `tenant`, `roles`, ...; `attributes` are data).
 pub const CALLER: Shape = &[""];
+/// The options of `importTools` (`format`, `category`, `closeObjects`).
+pub const IMPORT_OPTIONS: Shape = &[""];
 /// Batch options.
 pub const BATCH_OPTIONS: Shape = &[""];
 /// An audit query, an audit record, the chain's verification report.

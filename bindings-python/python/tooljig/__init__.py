@@ -26,6 +26,7 @@ from tooljig.calls import Call
 from tooljig.codes import ErrorCode
 from tooljig.durable import MemoryStore, PostgresStore, RedisStore, SqliteStore
 from tooljig.engine import Engine, EventStream
+from tooljig.imports import import_tools
 from tooljig.mcp import McpClient, McpServer
 from tooljig.errors import (
     DuplicateToolError,
@@ -93,6 +94,7 @@ __all__ = [
     "TooljigError",
     "UnsupportedTypeError",
     "__version__",
+    "import_tools",
 ]
 
 # Runs before the interpreter finalizes: cancels running batches and waits until no worker

@@ -36,6 +36,7 @@ __all__ = [
     "into_batch",
     "parse_stream",
     "to_strict",
+    "import_tools",
     "to_ui_message_stream",
 ]
 
@@ -321,6 +322,10 @@ def into_batch(turn: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[Call
 def drop_strict_nulls(turn: Mapping[str, Any], specs: Sequence[Mapping[str, Any]]) -> dict[str, Any]: ...
 def to_strict(schema: Mapping[str, Any]) -> dict[str, Any]: ...
 def format_results(results: Iterable[CallResult | Mapping[str, Any]]) -> str: ...
+
+# --- importers (src/imports.rs) -----------------------------------------------------------
+
+def import_tools(definitions: Any, options: Mapping[str, Any]) -> list[dict[str, Any]]: ...
 
 # --- streaming (src/stream.rs) ------------------------------------------------------------
 

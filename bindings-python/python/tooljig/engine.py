@@ -290,6 +290,17 @@ class Engine(DurableRuns, McpEndpoints):
         )
         self._register(name, description, schema, invoke, is_async, output_schema, options)
 
+    def register_spec(
+        self, spec: Mapping[str, Any], handler: Callable[..., Any] | None = None
+    ) -> None:
+        """Registers a tool from its spec as data (``name``, ``description``,
+        ``input_schema``, ``output_schema``, ``policy``, ``original_name``), as
+        :meth:`specs` exports it and :func:`tooljig.import_tools` makes it. ``handler`` as
+        for :meth:`register`; without one, the tool is client-side."""
+        invoke = invoker_for_schema(handler) if handler is not None else None
+        is_async = handler is not None and is_async_callable(handler)
+        self._native.register(dict(spec), invoke, is_async)
+
     def _register(
         self,
         name: str,

@@ -55,6 +55,50 @@ impl ImportError {
     }
 }
 
+/// How [`import_tools`] reads definitions: what the bindings hand over as data.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImportOptions {
+    /// `openai` (the default) or `bfcl`.
+    pub format: Option<String>,
+    /// BFCL: the category or file name the docs come from (`simple_java`), which decides
+    /// how parameters reach the model.
+    pub category: Option<String>,
+    /// BFCL: close objects that declare `properties` (default `true`).
+    pub close_objects: Option<bool>,
+}
+
+/// Imports tool definitions in any accepted shape, for the Python and Node packages' one
+/// importer: OpenAI specs (one, or a list), BFCL docs (one, a list, or an entry with
+/// `function`). Names are made unique across what is imported together.
+pub fn import_tools(defs: &Value, options: &ImportOptions) -> Result<Vec<ToolSpec>, ImportError> {
+    match options.format.as_deref().unwrap_or("openai") {
+        "openai" => match defs {
+            Value::Array(_) => openai::from_openai_list(defs),
+            one => openai::from_openai(one).map(|spec| vec![spec]),
+        },
+        "bfcl" => {
+            let bfcl = bfcl::BfclOptions {
+                close_objects: options.close_objects.unwrap_or(true),
+                language: options
+                    .category
+                    .as_deref()
+                    .map(bfcl::Language::of_category)
+                    .unwrap_or_default(),
+            };
+            let entry = match defs {
+                Value::Object(o) if o.contains_key("function") => defs.clone(),
+                other => serde_json::json!({ "function": other }),
+            };
+            bfcl::from_bfcl_entry(&entry, &bfcl)
+        }
+        other => Err(ImportError::at(
+            "",
+            format!("unknown format {other:?}: expected \"openai\" or \"bfcl\""),
+        )),
+    }
+}
+
 /// Reads the `name` member of a definition: a non-empty string.
 pub(crate) fn read_name(def: &Value, at: &str) -> Result<String, ImportError> {
     match def.get("name") {

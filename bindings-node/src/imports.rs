@@ -1,0 +1,28 @@
+//! Importing tool definitions written for other systems (`importTools`): the core's
+//! importers (`tooljig::import`), their specs handed back for `engine.registerSpec`.
+
+use crate::convert::{keys, shape};
+use crate::engine::spec_value;
+use napi::Status;
+use napi_derive::napi;
+use serde_json::Value;
+use tooljig::import::{ImportOptions, import_tools as import};
+
+/// Imports OpenAI function specs or BFCL docs (`definitions` as JSON text); `options` as
+/// JSON text (`format`, `category`, `closeObjects`). Returns the specs as JSON text, with
+/// camelCase keys as `engine.specs()` gives them.
+#[napi]
+pub fn import_tools(definitions: String, options: String) -> napi::Result<String> {
+    let invalid = |what: &str, e: &dyn std::fmt::Display| {
+        napi::Error::new(Status::InvalidArg, format!("invalid {what}: {e}"))
+    };
+    let defs: Value =
+        serde_json::from_str(&definitions).map_err(|e| invalid("tool definitions", &e))?;
+    let options: Value = serde_json::from_str(&options).map_err(|e| invalid("options", &e))?;
+    let options: ImportOptions =
+        serde_json::from_value(keys::from_js(options, shape::IMPORT_OPTIONS))
+            .map_err(|e| invalid("options", &e))?;
+    let specs = import(&defs, &options).map_err(|e| invalid("tool definitions", &e))?;
+    let specs: Vec<Value> = specs.iter().map(spec_value).collect();
+    serde_json::to_string(&specs).map_err(|e| invalid("tool definitions", &e))
+}
