@@ -84,6 +84,13 @@ export declare class NativeEngine {
    * input schemas (what to hand a model).
    */
   specs(caller?: any | undefined | null): any
+  /**
+   * The tools `caller` may use that best match `query`, best first, at most `limit`, as a
+   * model sees them (camelCase keys).
+   */
+  searchTools(query: string, limit: number, caller?: any | undefined | null): any
+  /** Registers the `search_tools` tool (`Engine::tool_search`); `null` or the refusal. */
+  enableToolSearch(): RegistrationProblem | null
   /** Replaces the enabled flags (`{system, tenants, departments, users}`), for later calls. */
   setSettings(settings: any): void
   /**

@@ -53,6 +53,24 @@ export class Engine {
      */
     specs(caller?: Caller): ToolSpec[];
     /**
+     * The tools `caller` may use that best match `query` (names, descriptions and parameters,
+     * BM25 ranked), best first, at most `limit` (5), as a model sees them: for registries too
+     * large to offer whole (docs/tools.md).
+     * @param {string} query
+     * @param {{limit?: number, caller?: Caller}} [options]
+     * @returns {ToolSpec[]}
+     */
+    searchTools(query: string, options?: {
+        limit?: number;
+        caller?: Caller;
+    }): ToolSpec[];
+    /**
+     * Registers `search_tools`, a tool the model calls with `{query, limit}` to find the tools
+     * it was not offered (only those its caller may use).
+     * @returns {this}
+     */
+    enableToolSearch(): this;
+    /**
      * Replaces the enabled flags (`{system, tenants, departments, users}`) for later calls.
      * @param {Settings} settings
      * @returns {void}

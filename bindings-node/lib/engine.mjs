@@ -181,6 +181,32 @@ export class Engine {
   }
 
   /**
+   * The tools `caller` may use that best match `query` (names, descriptions and parameters,
+   * BM25 ranked), best first, at most `limit` (5), as a model sees them: for registries too
+   * large to offer whole (docs/tools.md).
+   * @param {string} query
+   * @param {{limit?: number, caller?: Caller}} [options]
+   * @returns {ToolSpec[]}
+   */
+  searchTools(query, options = {}) {
+    const { limit = 5, caller = null } = options ?? {}
+    if (typeof query !== 'string') throw new TypeError('query must be a string')
+    if (!Number.isInteger(limit) || limit < 0) throw new TypeError('limit must be a non-negative integer')
+    return this.#native.searchTools(query, limit, caller)
+  }
+
+  /**
+   * Registers `search_tools`, a tool the model calls with `{query, limit}` to find the tools
+   * it was not offered (only those its caller may use).
+   * @returns {this}
+   */
+  enableToolSearch() {
+    const problem = this.#native.enableToolSearch()
+    if (problem) throw new RegistrationError(problem.code, problem.message)
+    return this
+  }
+
+  /**
    * Replaces the enabled flags (`{system, tenants, departments, users}`) for later calls.
    * @param {Settings} settings
    * @returns {void}

@@ -183,6 +183,33 @@ impl JsEngine {
         Ok(Value::Array(specs.iter().map(spec_value).collect()))
     }
 
+    /// The tools `caller` may use that best match `query`, best first, at most `limit`, as a
+    /// model sees them (camelCase keys).
+    #[napi]
+    pub fn search_tools(
+        &self,
+        query: String,
+        limit: u32,
+        caller: Option<Value>,
+    ) -> napi::Result<Value> {
+        let caller: Caller = match caller {
+            None | Some(Value::Null) => Caller::default(),
+            Some(c) => serde_json::from_value(keys::from_js(c, shape::CALLER))
+                .map_err(|e| invalid("caller", e))?,
+        };
+        let specs = self.engine.search_tools(&query, limit as usize, &caller);
+        Ok(Value::Array(specs.iter().map(spec_value).collect()))
+    }
+
+    /// Registers the `search_tools` tool (`Engine::tool_search`); `null` or the refusal.
+    #[napi]
+    pub fn enable_tool_search(&self) -> Option<RegistrationProblem> {
+        self.engine
+            .register(self.engine.tool_search())
+            .err()
+            .map(RegistrationProblem::from)
+    }
+
     /// Replaces the enabled flags (`{system, tenants, departments, users}`), for later calls.
     #[napi]
     pub fn set_settings(&self, settings: Value) -> napi::Result<()> {

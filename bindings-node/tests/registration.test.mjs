@@ -54,3 +54,18 @@ test('a refused registration leaves the engine as it was', async () => {
   assert.deepEqual(out.results[0].envelope, { ok: true, data: 1 })
   assert.equal(out.results[1].envelope.error.code, 'unknown_tool')
 })
+
+test('searchTools finds what a caller may use; search_tools lets the model do it', async () => {
+  const weather = tool({ description: 'Current weather of a city.', execute: () => 21 })
+  const engine = new Engine()
+    .register('get_weather', weather)
+    .register('send_email', tool({ description: 'Sends an email.', execute: () => 'sent' }))
+    .register('reset_weather_station', tool({ description: 'Resets the weather station.', execute: () => 'reset' }), { scopes: ['admin'] })
+    .enableToolSearch()
+  const found = engine.searchTools('weather in Paris', { caller: { principal: 'alice' } }).map((s) => s.name)
+  assert.equal(found[0], 'get_weather')
+  assert.ok(!found.includes('reset_weather_station'))
+  const out = await engine.run([{ tool: 'search_tools', arguments: { query: 'email someone' } }], { caller: { principal: 'alice' } })
+  assert.equal(out.results[0].envelope.data[0].name, 'send_email')
+  assert.ok('input_schema' in out.results[0].envelope.data[0])
+})

@@ -231,6 +231,28 @@ impl PyEngine {
         convert::to_py(py, &specs)
     }
 
+    /// The tools `caller` may use that best match `query`, best first, at most `limit`, as a
+    /// model sees them.
+    #[pyo3(signature = (query, limit, caller = None))]
+    fn search_tools<'py>(
+        &self,
+        py: Python<'py>,
+        query: &str,
+        limit: usize,
+        caller: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let caller = PyCaller::extract_from(caller)?;
+        let specs = self.inner.search_tools(query, limit, &caller);
+        convert::to_py(py, &serde_json::to_value(specs).unwrap_or(Value::Null))
+    }
+
+    /// Registers the `search_tools` tool (`Engine::tool_search`).
+    fn enable_tool_search(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner
+            .register(self.inner.tool_search())
+            .map_err(|e| e.into_py_err(py))
+    }
+
     /// Counters and latency histograms per tool, so far, as a dict.
     fn telemetry<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let snapshot = serde_json::to_value(self.inner.telemetry()).unwrap_or(Value::Null);

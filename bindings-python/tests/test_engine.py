@@ -284,3 +284,28 @@ def test_one_call_with_arguments_json_cannot_carry_is_refused_alone() -> None:
     # A call whose own fields are wrong still refuses the batch, naming the call.
     with pytest.raises(tooljig.InvalidInputError, match=r"calls\[0\]"):
         engine.run_sync([{"id": object(), "tool": "echo", "arguments": {"x": float("nan")}}])
+
+
+async def test_search_tools_finds_what_a_caller_may_use_and_the_model_can_search_too() -> None:
+    engine = tooljig.Engine()
+
+    @engine.tool
+    def get_weather(city: str) -> int:
+        """Current weather of a city."""
+        return 21
+
+    @engine.tool
+    def send_email(to: str) -> str:
+        """Sends an email."""
+        return "sent"
+
+    @engine.tool(scopes=["admin"])
+    def reset_weather_station() -> str:
+        """Resets the weather station."""
+        return "reset"
+
+    engine.enable_tool_search()
+    found = [s["name"] for s in engine.search_tools("weather in Paris", caller={"principal": "alice"})]
+    assert found[0] == "get_weather" and "reset_weather_station" not in found
+    [out] = await engine.run([{"tool": "search_tools", "arguments": {"query": "email someone"}}], caller={"principal": "alice"})
+    assert out.envelope["data"][0]["name"] == "send_email"

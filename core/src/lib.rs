@@ -36,6 +36,7 @@ pub mod registration_error;
 pub mod spec;
 pub mod tool;
 pub mod tool_calls;
+pub mod tool_search;
 pub mod violation;
 
 // The path of one call: plan (steps 1–2), then per call the guards, durable steps and

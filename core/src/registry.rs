@@ -6,6 +6,7 @@ pub use crate::registration_error::RegistrationError;
 use crate::schema::{CompiledSchema, SchemaResources};
 use crate::spec::{ToolSpec, check_name};
 use crate::tool::Tool;
+use crate::tool_search::ToolIndex;
 use arc_swap::ArcSwap;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,12 +35,15 @@ struct Tools {
     /// Whether some tool may call tools (`may_call`): only then does a batch open the door
     /// its handlers call through.
     calling: bool,
+    /// The search index of these tools, built on the first search (`tool_search.rs`).
+    index: std::sync::OnceLock<Arc<ToolIndex>>,
 }
 
 /// Tools by name. Registration copies the table (rare); each batch reads one snapshot
 /// without locking, so registering never blocks running batches.
 pub struct Registry {
-    tools: ArcSwap<Tools>,
+    /// Shared with the views a `search_tools` tool keeps ([`Registry::view`]).
+    tools: Arc<ArcSwap<Tools>>,
     resources: SchemaResources,
     write: std::sync::Mutex<()>,
     /// Counts changes of the set of tools, for those who follow it (an MCP server's
@@ -61,7 +65,7 @@ impl Registry {
     /// An empty registry; remote `$ref`s resolve against `resources`.
     pub fn new(resources: SchemaResources) -> Self {
         Registry {
-            tools: ArcSwap::from_pointee(Tools::default()),
+            tools: Arc::new(ArcSwap::from_pointee(Tools::default())),
             resources,
             write: Default::default(),
             changes: tokio::sync::watch::Sender::new(0),
@@ -125,6 +129,7 @@ impl Registry {
         }
         let name: Arc<str> = Arc::from(spec.name.as_str());
         tools.calling |= !spec.policy.may_call.is_empty();
+        tools.index = Default::default();
         tools.order.push(spec.name.clone());
         tools.by_name.insert(
             spec.name.clone(),
@@ -152,6 +157,7 @@ impl Registry {
         }
         tools.order.retain(|n| n != name);
         tools.aliases.retain(|_, target| target != name);
+        tools.index = Default::default();
         tools.calling = tools
             .by_name
             .values()
@@ -171,13 +177,58 @@ impl Registry {
         Snapshot(self.tools.load_full())
     }
 
+    /// A handle that sees the registry as it changes, for a tool that looks at the others
+    /// (`search_tools`).
+    pub fn view(&self) -> RegistryView {
+        RegistryView(self.tools.clone())
+    }
+
     /// The specs of every tool, in registration order.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.snapshot().specs()
     }
 }
 
+/// What [`Registry::view`] answers.
+#[derive(Clone)]
+pub struct RegistryView(Arc<ArcSwap<Tools>>);
+
+impl RegistryView {
+    /// The current tools.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot(self.0.load_full())
+    }
+}
+
 impl Snapshot {
+    /// The specs best matching `query` among those `visible` accepts, best first, at most
+    /// `limit` (see `tool_search.rs`).
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        visible: &dyn Fn(&ToolSpec) -> bool,
+    ) -> Vec<ToolSpec> {
+        let order = &self.0.order;
+        let index = self.0.index.get_or_init(|| {
+            let specs: Vec<ToolSpec> = order
+                .iter()
+                .filter_map(|n| self.0.by_name.get(n))
+                .map(|t| t.spec.clone())
+                .collect();
+            Arc::new(ToolIndex::new(&specs))
+        });
+        index
+            .search(query, order.len())
+            .into_iter()
+            .filter_map(|(i, _)| self.0.by_name.get(order.get(i)?))
+            .map(|t| &t.spec)
+            .filter(|spec| visible(spec))
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
     /// Whether some tool may call tools (`may_call`).
     pub fn calling(&self) -> bool {
         self.0.calling

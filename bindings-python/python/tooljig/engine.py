@@ -158,6 +158,18 @@ class Engine(DurableRuns, McpEndpoints):
         specs: list[dict[str, Any]] = self._native.specs_for(caller)
         return specs
 
+    def search_tools(self, query: str, *, limit: int = 5, caller: CallerLike = None) -> list[dict[str, Any]]:
+        """The tools ``caller`` may use that best match ``query`` (names, descriptions and
+        parameters, BM25 ranked), best first, at most ``limit``, as a model sees them: for
+        registries too large to offer whole (docs/tools.md)."""
+        specs: list[dict[str, Any]] = self._native.search_tools(query, limit, caller)
+        return specs
+
+    def enable_tool_search(self) -> None:
+        """Registers ``search_tools``, a tool the model calls with ``{"query", "limit"}`` to
+        find the tools it was not offered (only those its caller may use)."""
+        self._native.enable_tool_search()
+
     def audit_query(
         self,
         *,

@@ -61,3 +61,68 @@ impl Engine {
             .collect()
     }
 }
+
+impl Engine {
+    /// The tools `caller` may use that best match `query` (their names, descriptions and
+    /// parameters; see `tool_search.rs`), best first, at most `limit`, as a model sees them.
+    pub fn search_tools(&self, query: &str, limit: usize, caller: &Caller) -> Vec<ToolSpec> {
+        let visible = self.visible_to(caller);
+        self.registry
+            .snapshot()
+            .search(query, limit, &visible)
+            .iter()
+            .map(hidden::model_facing)
+            .collect()
+    }
+
+    /// [`Engine::search_tools`] as a tool, `search_tools`, for the model to find tools it was
+    /// not offered: it takes `{"query", "limit"}` (5 by default, at most 20) and answers the
+    /// matching tools the caller may use, `[{"name", "description", "input_schema"}]`,
+    /// itself left out. Register it like any tool; it sees tools registered later too.
+    pub fn tool_search(&self) -> crate::tool::Tool {
+        let view = self.registry.view();
+        let guards = self.guards.clone();
+        let mut spec = ToolSpec::new(
+            TOOL_SEARCH,
+            "Finds tools by what you need done. Answers the best matching tools with their \
+             parameters; call them by name.",
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What the tool should do, in words."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        );
+        spec.policy.effect = crate::policy::Effect::Read;
+        let handler = crate::handler::handler_fn(move |args, ctx| {
+            let (view, guards) = (view.clone(), guards.clone());
+            async move {
+                let query = args["query"].as_str().unwrap_or_default();
+                let limit = args["limit"].as_u64().unwrap_or(5).clamp(1, 20) as usize;
+                let settings = guards.settings.load_full();
+                let visible = |spec: &ToolSpec| {
+                    spec.name != TOOL_SEARCH && access::check(spec, &ctx.caller, &settings).is_ok()
+                };
+                let found: Vec<serde_json::Value> = view
+                    .snapshot()
+                    .search(query, limit, &visible)
+                    .iter()
+                    .map(hidden::model_facing)
+                    .map(|s| {
+                        serde_json::json!({
+                            "name": s.name, "description": s.description, "input_schema": s.input_schema
+                        })
+                    })
+                    .collect();
+                Ok(serde_json::Value::Array(found))
+            }
+        });
+        crate::tool::Tool::new(spec, handler)
+    }
+}
+
+/// The name [`Engine::tool_search`] registers under.
+const TOOL_SEARCH: &str = "search_tools";
