@@ -36,7 +36,7 @@ pub struct BatchOptions {
     /// Set on a batch a handler asked for through [`crate::ToolContext::tools`]: the call it
     /// comes from and what it may call.
     #[serde(skip)]
-    pub lineage: Option<crate::tool_calls::Lineage>,
+    pub lineage: Option<std::sync::Arc<crate::tool_calls::Lineage>>,
 }
 
 /// Default of [`BatchOptions::concurrency`].

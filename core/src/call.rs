@@ -124,8 +124,8 @@ pub struct CallResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hidden: Vec<HiddenNote>,
     /// What the input schema's `default`s filled in, as JSON Pointers (`/unit`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub defaults: Vec<String>,
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub defaults: Box<[String]>,
     /// The call whose handler made this one (`ctx.tools`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<Box<crate::tool_calls::ParentCall>>,
@@ -155,7 +155,7 @@ impl CallResult {
             approval: None,
             recovered: false,
             hidden: Vec::new(),
-            defaults: Vec::new(),
+            defaults: Box::default(),
             parent: None,
         }
     }

@@ -76,7 +76,7 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
         return result;
     }
     if let Some(defaults) = &job.tool.defaults {
-        result.defaults = defaults.apply(&mut job.arguments, &job.tool.input);
+        result.defaults = defaults.apply(&mut job.arguments, &job.tool.input).into();
     }
 
     // Step 5: access (the policy hook over the final arguments).

@@ -38,7 +38,7 @@ pub struct Job {
     /// Handed to app code (handlers, hooks, resolvers, predicates) as the binding's host.
     pub host: Option<HostData>,
     /// What its handler calls tools through, when its tool may (`may_call`).
-    pub(crate) door: Option<Door>,
+    pub(crate) door: Option<Arc<Door>>,
     /// The call whose handler asked for this one's batch, when it is nested.
     pub parent: Option<Box<ParentCall>>,
 }

@@ -177,6 +177,11 @@ impl Registry {
         Snapshot(self.tools.load_full())
     }
 
+    /// Whether some tool may call tools (`may_call`), without taking a snapshot.
+    pub fn calling(&self) -> bool {
+        self.tools.load().calling
+    }
+
     /// A handle that sees the registry as it changes, for a tool that looks at the others
     /// (`search_tools`).
     pub fn view(&self) -> RegistryView {

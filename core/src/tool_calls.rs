@@ -101,7 +101,7 @@ pub(crate) type NestedSender = mpsc::UnboundedSender<NestedRequest>;
 pub(crate) struct Door {
     pub(crate) sender: NestedSender,
     /// The batch's own lineage, when it is itself nested.
-    pub(crate) lineage: Option<Lineage>,
+    pub(crate) lineage: Option<Arc<Lineage>>,
     /// When the batch's deadline passes.
     pub(crate) deadline: Option<Instant>,
 }
@@ -211,7 +211,7 @@ impl ToolCalls {
             deadline_ms,
             cancel: Some(cancel.unwrap_or_else(|| reach.cancel.child_token())),
             host: host.or_else(|| reach.host.clone()),
-            lineage: Some(reach.lineage.clone()),
+            lineage: Some(Arc::new(reach.lineage.clone())),
             ..BatchOptions::default()
         };
         let (reply, answer) = oneshot::channel();

@@ -37,6 +37,6 @@ async fn a_typed_tools_serde_defaults_are_filled_and_named() {
         .await;
     let r = &out.results[0];
     assert_eq!(r.envelope.data(), Some(&json!({"city": "Oslo", "days": 3})));
-    assert_eq!(r.defaults, ["/days"]);
+    assert_eq!(&*r.defaults, ["/days"]);
     assert_eq!(r.arguments, Some(json!({"city": "Oslo", "days": 3})));
 }

@@ -78,7 +78,7 @@ pub(crate) struct Batch {
     /// In an atomic batch, the first call that failed: nothing starts after it.
     atomic_failed: Option<usize>,
     /// What its handlers call tools through, when some tool may (`tool_calls.rs`).
-    door: Option<Door>,
+    door: Option<Arc<Door>>,
     /// The call whose handler asked for this batch, when it is nested.
     parent: Option<Box<ParentCall>>,
 }
@@ -86,6 +86,7 @@ pub(crate) struct Batch {
 impl Batch {
     pub(crate) fn new(
         engine: &Engine,
+        tools: &Snapshot,
         calls: Vec<Call>,
         caller: Caller,
         options: BatchOptions,
@@ -93,7 +94,7 @@ impl Batch {
         nested: Option<NestedSender>,
     ) -> Batch {
         let start = Instant::now();
-        let tools = engine.registry.snapshot();
+        let tools = tools.clone();
         let raw_arguments = if engine.guards.audits() {
             calls.iter().map(|c| c.arguments.clone()).collect()
         } else {
@@ -167,10 +168,12 @@ impl Batch {
             }
         }
         let deadline = options.deadline_ms.map(Duration::from_millis);
-        let door = nested.map(|sender| Door {
-            sender,
-            lineage: options.lineage.clone(),
-            deadline: deadline.map(|d| start + d),
+        let door = nested.map(|sender| {
+            Arc::new(Door {
+                sender,
+                lineage: options.lineage.clone(),
+                deadline: deadline.map(|d| start + d),
+            })
         });
         let mut batch = Batch {
             door,

@@ -246,13 +246,35 @@ impl Engine {
         options.cancel = live.cancel;
         options.events = live.events;
         options.host = live.host;
-        let out = self
-            .serving(|door| {
-                let (calls, caller) = (record.calls.clone(), record.caller.clone());
-                Batch::new(self, calls, caller, options.clone(), pass.clone(), door).drive()
-            })
-            .await;
+        let (calls, caller) = (record.calls.clone(), record.caller.clone());
         let tools = self.registry.snapshot();
+        let out = if tools.calling() {
+            Box::pin(self.serving(|door| {
+                Batch::new(
+                    self,
+                    &tools,
+                    calls,
+                    caller,
+                    options.clone(),
+                    pass.clone(),
+                    door,
+                )
+                .drive()
+            }))
+            .await
+        } else {
+            Batch::new(
+                self,
+                &tools,
+                calls,
+                caller,
+                options.clone(),
+                pass.clone(),
+                None,
+            )
+            .drive()
+            .await
+        };
         let prior = Some((record, version));
         let (out, refused) = run::persist(&tools, &pass, None, &options, out, prior).await;
         lease.release().await;

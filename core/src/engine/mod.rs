@@ -20,7 +20,7 @@ use crate::call::Call;
 use crate::caller::Caller;
 use crate::durable::{Durable, run};
 use crate::guard::Guards;
-use crate::registry::{RegistrationError, Registry};
+use crate::registry::{RegistrationError, Registry, Snapshot};
 use crate::spec::ToolSpec;
 use crate::tool::Tool;
 use crate::tool_calls::{NestedRequest, NestedSender};
@@ -68,8 +68,12 @@ impl Engine {
         caller: Caller,
         options: BatchOptions,
     ) -> BatchResult {
-        self.serving(|door| self.run_with(calls, caller, options, door))
-            .await
+        let tools = self.registry.snapshot();
+        if !tools.calling() {
+            return self.run_with(calls, caller, options, tools, None).await;
+        }
+        // Boxed: only the batches of tools that call tools carry what serving them takes.
+        Box::pin(self.serving(|door| self.run_with(calls, caller, options, tools, door))).await
     }
 
     /// [`Engine::run`], its handlers calling tools through `door` when some tool may.
@@ -78,6 +82,7 @@ impl Engine {
         mut calls: Vec<Call>,
         caller: Caller,
         mut options: BatchOptions,
+        tools: Snapshot,
         door: Option<NestedSender>,
     ) -> BatchResult {
         // Durable runs (`durable/run.rs`): the batch is a run that may suspend, resume,
@@ -86,10 +91,18 @@ impl Engine {
         let cancel = run::batch_token(&mut options, self.durable.explicit_store);
         let started = run::start(&self.durable, &calls, &caller, &options, &cancel).await;
         let kept = (calls.clone(), caller.clone(), options.clone());
-        let out = Batch::new(self, calls, caller, options, started.pass.clone(), door)
-            .drive()
-            .await;
-        let out = run::finish_pass(&self.registry.snapshot(), started, kept, out).await;
+        let out = Batch::new(
+            self,
+            &tools,
+            calls,
+            caller,
+            options,
+            started.pass.clone(),
+            door,
+        )
+        .drive()
+        .await;
+        let out = run::finish_pass(&tools, started, kept, out).await;
         // Step 11: the batch's audit records are durable before the app sees its results.
         self.guards.flush().await;
         out
@@ -102,9 +115,6 @@ impl Engine {
     where
         F: std::future::Future<Output = T>,
     {
-        if !self.registry.snapshot().calling() {
-            return work(None).await;
-        }
         let (door, mut asked) = tokio::sync::mpsc::unbounded_channel::<NestedRequest>();
         let main = work(Some(door.clone()));
         tokio::pin!(main);
@@ -115,9 +125,9 @@ impl Engine {
                 Some(request) = asked.recv() => {
                     let door = door.clone();
                     nested.push(async move {
-                        let out = self
-                            .run_with(request.calls, request.caller, request.options, Some(door))
-                            .await;
+                        let tools = self.registry.snapshot();
+                        let (calls, caller, options) = (request.calls, request.caller, request.options);
+                        let out = self.run_with(calls, caller, options, tools, Some(door)).await;
                         let _ = request.reply.send(out);
                     });
                 }
