@@ -22,6 +22,11 @@ impl PyToolContext {
         PyToolContext { inner }
     }
 
+    /// The context of one attempt as the object a handler receives (a `host::MakeContext`).
+    pub fn into_py(py: Python<'_>, inner: ToolContext) -> PyResult<Py<PyAny>> {
+        Ok(Py::new(py, PyToolContext::new(inner))?.into_any())
+    }
+
     /// Starts a nested batch on the running loop; its future resolves with the batch's
     /// result, or with its one call's when `one`.
     fn start<'py>(
@@ -133,7 +138,7 @@ impl PyToolContext {
     /// guardrail, within what is left of its deadline (the tool's policy must name them in
     /// ``may_call``). Returns an awaitable of the ``BatchResult``.
     fn run<'py>(&self, py: Python<'py>, calls: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let calls = crate::engine::calls_from_py(py, calls)?;
+        let calls = crate::calls::calls_from_py(py, calls)?;
         self.start(py, calls, false)
     }
 

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tooljig::audit::AuditError;
 use tooljig::{
-    AuditQuery, AuditSink, BatchOptions, Call, Engine, EngineOptions, Settings, Tool, ToolSpec,
+    AuditQuery, AuditSink, BatchOptions, Engine, EngineOptions, Settings, Tool, ToolSpec,
 };
 
 /// The native engine. The package's `tooljig.Engine` wraps it with the decorator, `run`,
@@ -309,7 +309,7 @@ impl PyEngine {
         options: Option<&Bound<'_, PyDict>>,
         events: bool,
     ) -> PyResult<PyBatch> {
-        let calls = calls_from_py(py, calls)?;
+        let calls = crate::calls::calls_from_py(py, calls)?;
         let caller = PyCaller::extract_from(caller)?;
         let mut options: BatchOptions = match options {
             Some(d) => {
@@ -383,43 +383,4 @@ fn block_on<T: Send>(
     let (handle, _cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
     py.detach(|| handle.block_on(work))
         .map_err(|e| PyOSError::new_err(format!("audit: {e}")))
-}
-
-/// The calls of a batch. One whose arguments have no JSON form (an int beyond 64 bits, NaN,
-/// a lone surrogate, `bytes`, nesting past the limit) is kept with `arguments_error` set, so
-/// it alone is refused and the rest of the batch runs; a call whose other fields are wrong
-/// refuses the batch, naming it.
-pub fn calls_from_py(py: Python<'_>, calls: &Bound<'_, PyAny>) -> PyResult<Vec<Call>> {
-    if let Ok(all) = convert::from_py_as::<Vec<Call>>(calls) {
-        return Ok(all);
-    }
-    let items = calls
-        .try_iter()
-        .map_err(|_| error::invalid_input(py, "calls", "expected a list of calls".into()))?;
-    let mut out = Vec::new();
-    for (i, item) in items.enumerate() {
-        let item = item?;
-        let call = match convert::from_py_as::<Call>(&item) {
-            Ok(call) => call,
-            Err(why) => {
-                let bad = |e: String| error::invalid_input(py, &format!("calls[{i}]"), e);
-                let head = without_arguments(&item).map_err(|_| bad(why.clone()))?;
-                let mut call: Call = convert::from_py_as(&head).map_err(|_| bad(why.clone()))?;
-                call.arguments = Value::Null;
-                call.arguments_error = Some(why);
-                call
-            }
-        };
-        out.push(call);
-    }
-    Ok(out)
-}
-
-/// A call dict without its `arguments`.
-fn without_arguments<'py>(item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-    let head = item.cast::<PyDict>()?.copy()?;
-    if head.contains("arguments")? {
-        head.del_item("arguments")?;
-    }
-    Ok(head)
 }

@@ -13,7 +13,7 @@
 
 use crate::context::PyToolContext;
 use crate::convert;
-use crate::host::{AbandonGuard, Awaitable, BatchHost, Msg, Start, TaskSlot};
+use crate::host::{AbandonGuard, Awaitable, BatchHost, MakeContext, Msg, Start, TaskSlot};
 use crate::outcome;
 use crate::workers;
 use pyo3::exceptions::PyKeyboardInterrupt;
@@ -91,7 +91,7 @@ pub fn call_python(
             what: Awaitable::Call {
                 invoke: invoke.clone(),
                 args,
-                ctx,
+                ctx: ctx.map(|c| (c, PyToolContext::into_py as MakeContext)),
             },
             slot,
         })),

@@ -15,7 +15,6 @@
 //! done and no handler task of it is still running, so the socket is never closed while the
 //! loop still watches it.
 
-use crate::context::PyToolContext;
 use crate::convert;
 use crate::events::PyEvent;
 use crate::events::queue::EventQueue;
@@ -63,6 +62,10 @@ pub struct Start {
     pub slot: Arc<TaskSlot>,
 }
 
+/// Makes the Python object a handler receives as its context (`context.rs` knows how; this
+/// file only runs tasks).
+pub type MakeContext = fn(Python<'_>, ToolContext) -> PyResult<Py<PyAny>>;
+
 /// What a task awaits.
 pub enum Awaitable {
     /// `invoke(arguments, ctx)` of an async handler.
@@ -71,9 +74,9 @@ pub enum Awaitable {
         invoke: Arc<Py<PyAny>>,
         /// Validated arguments.
         args: Value,
-        /// The attempt's context, passed as the second argument; `None` for app callables
-        /// that take only their request (policy hook, resolvers).
-        ctx: Option<ToolContext>,
+        /// The attempt's context, passed as the second argument as `make` makes it; `None`
+        /// for app callables that take only their request (policy hook, resolvers).
+        ctx: Option<(ToolContext, MakeContext)>,
     },
     /// An awaitable a sync handler returned.
     Object(Py<PyAny>),
@@ -311,10 +314,7 @@ impl BatchHost {
         let made = match what {
             Awaitable::Call { invoke, args, ctx } => {
                 convert::to_py(py, &args).and_then(|args| match ctx {
-                    Some(ctx) => {
-                        let ctx = Py::new(py, PyToolContext::new(ctx))?;
-                        invoke.bind(py).call1((args, ctx))
-                    }
+                    Some((ctx, make)) => invoke.bind(py).call1((args, make(py, ctx)?)),
                     None => invoke.bind(py).call1((args,)),
                 })
             }

@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod batch;
 pub mod caller;
+pub mod calls;
 pub mod context;
 pub mod convert;
 pub mod durable;

@@ -1,12 +1,17 @@
 //! A batch as the app hands it over and gets it back: its options, and its results (with
 //! the report of an atomic batch's automatic rollback).
 
-use crate::call::CallResult;
+use crate::call::{CallResult, ParentCall};
 use crate::envelope::Envelope;
+use crate::error_code::ErrorCode;
 use crate::events::EventSender;
-use crate::handler::HostData;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+
+/// Opaque data that whoever starts a batch hands to every handler of it. The Python binding
+/// puts the caller's event loop here, since handler tasks do not inherit task-locals.
+pub type HostData = Arc<dyn std::any::Any + Send + Sync>;
 
 /// Options of one batch. Typical limits for an interactive turn (5 calls, 5 s a tool, 15 s in all) are
 /// `max_calls: 5`, a 5 s tool timeout and `deadline_ms: 15000`.
@@ -36,7 +41,7 @@ pub struct BatchOptions {
     /// Set on a batch a handler asked for through [`crate::ToolContext::tools`]: the call it
     /// comes from and what it may call.
     #[serde(skip)]
-    pub lineage: Option<std::sync::Arc<crate::tool_calls::Lineage>>,
+    pub lineage: Option<Arc<Lineage>>,
 }
 
 /// Default of [`BatchOptions::concurrency`].
@@ -127,5 +132,53 @@ impl RollbackReport {
                     | RollbackOutcome::NothingToUndo
             )
         })
+    }
+}
+
+/// How deep tool calls may nest (`ctx.tools`, `tool_calls.rs`).
+pub const MAX_NESTING: u32 = 8;
+
+/// Where a nested batch comes from: what its calls may be, and the chain above it.
+#[derive(Debug, Clone)]
+pub struct Lineage {
+    pub(crate) parent: ParentCall,
+    /// Tools the parent may call (`*`: any).
+    pub(crate) allowed: Arc<[String]>,
+    /// Tools running from the top-level call down to the parent, inclusive.
+    pub(crate) chain: Arc<[String]>,
+}
+
+impl Lineage {
+    /// The call it was made from.
+    pub fn parent(&self) -> &ParentCall {
+        &self.parent
+    }
+
+    /// Why a call of `tool` is refused here, if it is.
+    pub(crate) fn refusal(&self, tool: &str) -> Option<(ErrorCode, String)> {
+        let parent = &self.parent.tool;
+        if !self.allowed.iter().any(|t| t == "*" || t == tool) {
+            return Some((
+                ErrorCode::PermissionDenied,
+                format!("{parent} may not call {tool}: its policy's may_call does not name it"),
+            ));
+        }
+        if self.chain.iter().any(|t| t == tool) {
+            let path = self.chain.join(" → ");
+            return Some((
+                ErrorCode::DependencyCycle,
+                format!("calling {tool} from {parent} would loop: {path} → {tool}"),
+            ));
+        }
+        if self.parent.depth >= MAX_NESTING {
+            return Some((
+                ErrorCode::InvalidRequest,
+                format!(
+                    "tool calls nest at most {} deep; {tool} was not run",
+                    MAX_NESTING
+                ),
+            ));
+        }
+        None
     }
 }

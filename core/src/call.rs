@@ -128,7 +128,7 @@ pub struct CallResult {
     pub defaults: Box<[String]>,
     /// The call whose handler made this one (`ctx.tools`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<Box<crate::tool_calls::ParentCall>>,
+    pub parent: Option<Box<ParentCall>>,
 }
 
 impl CallResult {
@@ -226,4 +226,17 @@ pub struct HiddenNote {
     /// What the model tried to set it to; dropped, never used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supplied: Option<Value>,
+}
+
+/// The call a nested call was made from: on its result and its audit record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentCall {
+    /// The parent's run.
+    pub run_id: String,
+    /// The parent call's id in its batch.
+    pub call_id: String,
+    /// The parent's tool.
+    pub tool: String,
+    /// How deep the nested call is: 1 for a call a top-level call's handler made.
+    pub depth: u32,
 }

@@ -4,6 +4,7 @@ use crate::caller::Caller;
 use crate::envelope::ToolError;
 use crate::error_code::ErrorCode;
 use crate::violation::Violation;
+use futures::{Stream, StreamExt};
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,9 +22,7 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// What a handler hands back: data, or a [`HandlerError`].
 pub type HandlerResult = Result<Value, HandlerError>;
 
-/// Opaque data that whoever starts a batch hands to every handler of it. The Python binding
-/// puts the caller's event loop here, since handler tasks do not inherit task-locals.
-pub type HostData = Arc<dyn std::any::Any + Send + Sync>;
+pub use crate::batch::HostData;
 
 /// Runs one attempt of one call. Implemented by Rust closures ([`handler_fn`]) and by the
 /// Python and Node bindings over their callables.
@@ -156,4 +155,36 @@ where
     Fut: Future<Output = HandlerResult> + Send + 'static,
 {
     Arc::new(FnHandler(f))
+}
+
+/// A handler whose outputs come as a stream: each item is a partial output, the last one is
+/// the result (as an async generator is in Python and Node). An error item ends the call
+/// with that error; a stream that ends empty answers `null`.
+pub fn stream_handler_fn<F, S>(f: F) -> Arc<dyn Handler>
+where
+    F: Fn(Value, ToolContext) -> S + Send + Sync + 'static,
+    S: Stream<Item = HandlerResult> + Send + 'static,
+{
+    struct Streamed<F>(F);
+    impl<F, S> Handler for Streamed<F>
+    where
+        F: Fn(Value, ToolContext) -> S + Send + Sync + 'static,
+        S: Stream<Item = HandlerResult> + Send + 'static,
+    {
+        fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+            let progress = ctx.progress.clone();
+            let stream = (self.0)(args, ctx);
+            Box::pin(async move {
+                let mut stream = std::pin::pin!(stream);
+                let mut last = Value::Null;
+                while let Some(item) = stream.next().await {
+                    let value = item?;
+                    progress.partial(value.clone());
+                    last = value;
+                }
+                Ok::<_, HandlerError>(last)
+            })
+        }
+    }
+    Arc::new(Streamed(f))
 }

@@ -96,13 +96,14 @@ pub use external::{ExternalCall, ExternalStatus};
 pub use guard::{cache_redis::RedisCache, rate_limit_redis::RedisLimiter};
 pub use handler::{
     BoxFuture, Handler, HandlerError, HandlerResult, HostData, ToolContext, handler_fn,
+    stream_handler_fn,
 };
 pub use hidden::{HiddenParam, Resolution, ResolveRequest, Resolver, resolver_fn};
 pub use http_auth::{BearerTokens, HttpAuth, HttpRequest, http_auth_fn};
 pub use idempotency::{IdempotencyMode, IdempotencyPolicy};
 pub use policy::{EffectClass, OversizeOutput, Policy, RetryPolicy, Risk};
 pub use preference::{Preference, Remember};
-pub use progress::{Progress, stream_handler_fn};
+pub use progress::Progress;
 pub use rate_limit::{RateLimit, RateLimiter, RateScope};
 pub use registry::{RegistrationError, Registry};
 pub use run::{RunRecord, RunState, RunStep};

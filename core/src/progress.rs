@@ -5,11 +5,9 @@
 //! [`Event::CallProgress`], and from there to the UI message stream (preliminary tool
 //! outputs) and to MCP clients (progress notifications). They are never validated, cached,
 //! stored or audited: the final result alone is. With nobody listening, reporting costs a
-//! branch.
+//! branch. A handler made from a stream reports each item: `handler::stream_handler_fn`.
 
 use crate::events::{Event, EventSender};
-use crate::handler::{BoxFuture, Handler, HandlerError, HandlerResult, ToolContext};
-use futures::{Stream, StreamExt};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -84,38 +82,6 @@ impl Progress {
             });
         }
     }
-}
-
-/// A handler whose outputs come as a stream: each item is a partial output, the last one is
-/// the result (as an async generator is in Python and Node). An error item ends the call
-/// with that error; a stream that ends empty answers `null`.
-pub fn stream_handler_fn<F, S>(f: F) -> Arc<dyn Handler>
-where
-    F: Fn(Value, ToolContext) -> S + Send + Sync + 'static,
-    S: Stream<Item = HandlerResult> + Send + 'static,
-{
-    struct Streamed<F>(F);
-    impl<F, S> Handler for Streamed<F>
-    where
-        F: Fn(Value, ToolContext) -> S + Send + Sync + 'static,
-        S: Stream<Item = HandlerResult> + Send + 'static,
-    {
-        fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
-            let progress = ctx.progress.clone();
-            let stream = (self.0)(args, ctx);
-            Box::pin(async move {
-                let mut stream = std::pin::pin!(stream);
-                let mut last = Value::Null;
-                while let Some(item) = stream.next().await {
-                    let value = item?;
-                    progress.partial(value.clone());
-                    last = value;
-                }
-                Ok::<_, HandlerError>(last)
-            })
-        }
-    }
-    Arc::new(Streamed(f))
 }
 
 #[cfg(test)]

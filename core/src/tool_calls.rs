@@ -14,76 +14,17 @@
 //! the requests of its handlers while its own batch runs, so an engine need not live in an
 //! `Arc` for its tools to call each other, and a batch whose tools call nothing pays nothing.
 
-use crate::batch::{BatchOptions, BatchResult};
+use crate::batch::{BatchOptions, BatchResult, HostData, Lineage};
+pub use crate::call::ParentCall;
 use crate::call::{Call, CallResult};
 use crate::caller::Caller;
 use crate::envelope::Envelope;
 use crate::error_code::ErrorCode;
-use crate::handler::HostData;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-
-/// The call a nested call was made from: on its result and its audit record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ParentCall {
-    /// The parent's run.
-    pub run_id: String,
-    /// The parent call's id in its batch.
-    pub call_id: String,
-    /// The parent's tool.
-    pub tool: String,
-    /// How deep the nested call is: 1 for a call a top-level call's handler made.
-    pub depth: u32,
-}
-
-/// Where a nested batch comes from: what its calls may be, and the chain above it.
-#[derive(Debug, Clone)]
-pub struct Lineage {
-    parent: ParentCall,
-    /// Tools the parent may call (`*`: any).
-    allowed: Arc<[String]>,
-    /// Tools running from the top-level call down to the parent, inclusive.
-    chain: Arc<[String]>,
-}
-
-impl Lineage {
-    /// The call it was made from.
-    pub fn parent(&self) -> &ParentCall {
-        &self.parent
-    }
-
-    /// Why a call of `tool` is refused here, if it is.
-    pub(crate) fn refusal(&self, tool: &str) -> Option<(ErrorCode, String)> {
-        let parent = &self.parent.tool;
-        if !self.allowed.iter().any(|t| t == "*" || t == tool) {
-            return Some((
-                ErrorCode::PermissionDenied,
-                format!("{parent} may not call {tool}: its policy's may_call does not name it"),
-            ));
-        }
-        if self.chain.iter().any(|t| t == tool) {
-            let path = self.chain.join(" → ");
-            return Some((
-                ErrorCode::DependencyCycle,
-                format!("calling {tool} from {parent} would loop: {path} → {tool}"),
-            ));
-        }
-        if self.parent.depth >= ToolCalls::MAX_DEPTH {
-            return Some((
-                ErrorCode::InvalidRequest,
-                format!(
-                    "tool calls nest at most {} deep; {tool} was not run",
-                    ToolCalls::MAX_DEPTH
-                ),
-            ));
-        }
-        None
-    }
-}
 
 /// A batch a handler asks its engine to run.
 pub(crate) struct NestedRequest {
@@ -181,7 +122,7 @@ impl Door {
 
 impl ToolCalls {
     /// How deep tool calls may nest.
-    pub const MAX_DEPTH: u32 = 8;
+    pub const MAX_DEPTH: u32 = crate::batch::MAX_NESTING;
 
     /// The call these tool calls are made from.
     pub fn parent(&self) -> &ParentCall {

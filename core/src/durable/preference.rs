@@ -163,14 +163,7 @@ pub async fn allow_always(
 
 /// `caller`'s preferences, every tool.
 pub async fn list(store: &dyn StateStore, caller: &Caller) -> Result<Vec<Preference>, ToolError> {
-    let rows = store
-        .list(Namespace::Preference, &prefix(caller, None), usize::MAX)
-        .await
-        .map_err(refusal)?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(_, v)| serde_json::from_value(v.value).ok())
-        .collect())
+    under(store, &prefix(caller, None)).await
 }
 
 /// Every principal's preferences (of `tenant` when given), for an operator to review.
@@ -179,8 +172,13 @@ pub async fn list_every(
     tenant: Option<&str>,
 ) -> Result<Vec<Preference>, ToolError> {
     let prefix = tenant.map_or(String::new(), |t| format!("{}/", segment(Some(t))));
+    under(store, &prefix).await
+}
+
+/// The preferences whose keys start with `prefix`.
+async fn under(store: &dyn StateStore, prefix: &str) -> Result<Vec<Preference>, ToolError> {
     let rows = store
-        .list(Namespace::Preference, &prefix, usize::MAX)
+        .list(Namespace::Preference, prefix, usize::MAX)
         .await
         .map_err(refusal)?;
     Ok(rows

@@ -248,32 +248,15 @@ impl Engine {
         options.host = live.host;
         let (calls, caller) = (record.calls.clone(), record.caller.clone());
         let tools = self.registry.snapshot();
+        let pass_batch = |door| {
+            let options = options.clone();
+            Batch::new(self, &tools, calls, caller, options, pass.clone(), door).drive()
+        };
+        // Boxed: only the passes of tools that call tools carry what serving them takes.
         let out = if tools.calling() {
-            Box::pin(self.serving(|door| {
-                Batch::new(
-                    self,
-                    &tools,
-                    calls,
-                    caller,
-                    options.clone(),
-                    pass.clone(),
-                    door,
-                )
-                .drive()
-            }))
-            .await
+            Box::pin(self.serving(pass_batch)).await
         } else {
-            Batch::new(
-                self,
-                &tools,
-                calls,
-                caller,
-                options.clone(),
-                pass.clone(),
-                None,
-            )
-            .drive()
-            .await
+            pass_batch(None).await
         };
         let prior = Some((record, version));
         let (out, refused) = run::persist(&tools, &pass, None, &options, out, prior).await;

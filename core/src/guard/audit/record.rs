@@ -120,7 +120,7 @@ pub struct AuditRecord {
     /// The call whose handler made this one (`ctx.tools`). Left out when there is none, so
     /// the records written before it existed keep their hashes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<crate::tool_calls::ParentCall>,
+    pub parent: Option<crate::call::ParentCall>,
     /// The previous record's hash (64 zeros for the first).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub prev_hash: String,
