@@ -187,7 +187,9 @@ export class AgentState {
  * {maxSteps, maxToolCallsPerStep, maxToolCallsPerRun, deadlineMs, tokenBudget,
  * batchDeadlineMs}, mode: 'act_first' | 'talk_first' | 'auto', responderTools, protocol:
  * 'native' | {json: {shape, dependencies, reasoning, maxCalls}}, maxTokens, temperature,
- * concurrency}`. The responder may also be the third argument.
+ * concurrency, offerTools}` (`offerTools`: at most this many tools a turn, the best matches
+ * of the user's latest message plus `search_tools`). The responder may also be the third
+ * argument.
  */
 export class Agent {
     /**

@@ -679,6 +679,8 @@ export interface AgentOptions {
   maxTokens?: number
   temperature?: number
   concurrency?: number
+  /** Offer at most this many tools a turn: the best matches of the user's latest message, plus `search_tools` when registered. */
+  offerTools?: number
 }
 
 /** A run: its events (`for await`) and its outcome (`await run` or `run.outcome`). */

@@ -299,3 +299,17 @@ test('a model function error with only an HTTP status gets its kind from the cor
     await assert.rejects(m.respond({ model: 'm', messages: [] }), (e) => e.kind === kind && e.status === status)
   }
 })
+
+test('offerTools offers the best matches of the message and search_tools', async () => {
+  const e = new Engine()
+    .register('get_weather', { description: 'Current weather.', inputSchema: { type: 'object' }, execute: () => 21 })
+    .register('send_email', { description: 'Sends an email.', inputSchema: { type: 'object' }, execute: () => 'sent' })
+    .enableToolSearch()
+  const offered = []
+  const model = Model.fromFunction((request) => {
+    offered.push(request.tools.map((t) => t.name))
+    return 'Sunny.'
+  })
+  await new Agent(e, model, { offerTools: 1 }).run(new AgentState("What's the weather in Oslo?"))
+  assert.deepEqual(offered[0], ['get_weather', 'search_tools'])
+})

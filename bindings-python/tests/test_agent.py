@@ -26,7 +26,7 @@ from tooljig.agent import (
     ScriptedModel,
 )
 from tooljig.stream import UiMessageStream
-from test_stream import corpus
+from support.corpora import corpus
 
 
 def travel_engine(log: list[str]) -> tooljig.Engine:
@@ -662,3 +662,17 @@ def test_http_anthropic_model_runs_a_recorded_tool_use_stream_through_a_python_t
         blocks[0]["type"] == "tool_result"
         and blocks[0]["tool_use_id"] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"
     )
+
+
+def test_offer_tools_offers_the_best_matches_and_search_tools() -> None:
+    engine = travel_engine([])
+    engine.enable_tool_search()
+    offered: list[list[str]] = []
+
+    def model(request: dict[str, Any], emit: Emit) -> Any:
+        offered.append([t["name"] for t in request["tools"]])
+        return "Cold in Oslo."
+
+    agent = Agent(engine, ModelClient(model), options={"offer_tools": 1})
+    agent.run_sync(AgentState("What's the weather in Oslo?"))
+    assert offered[0] == ["get_weather", "search_tools"]

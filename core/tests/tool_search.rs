@@ -189,3 +189,37 @@ fn recall_on_bfcl_multiple_questions() {
         assert!(pooled4 >= floor_pooled4, "{file}: {pooled4}");
     }
 }
+
+#[tokio::test]
+async fn an_agent_offers_the_best_matches_and_search_tools() {
+    use std::sync::{Arc, Mutex};
+    use tooljig::agent::{Agent, AgentOptions, AgentState, model_fn};
+    use tooljig::providers::ModelTurn;
+    let engine = Engine::new();
+    engine
+        .register(tool("get_weather", "Current weather.", json!({})))
+        .unwrap();
+    engine
+        .register(tool("send_email", "Sends an email.", json!({})))
+        .unwrap();
+    engine
+        .register(tool("book_table", "Books a restaurant table.", json!({})))
+        .unwrap();
+    engine.register(engine.tool_search()).unwrap();
+    let offered = Arc::new(Mutex::new(Vec::new()));
+    let seen = offered.clone();
+    let model = model_fn("m", move |request: tooljig::providers::ModelRequest, _| {
+        let names: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+        seen.lock().unwrap().push(names);
+        async { Ok(ModelTurn::text("It is sunny.")) }
+    });
+    let options = AgentOptions {
+        offer_tools: Some(1),
+        ..AgentOptions::default()
+    };
+    let agent = Agent::new(Arc::new(engine), model).options(options);
+    let mut state = AgentState::new("What's the weather in Paris?");
+    agent.run(&mut state, &Caller::default(), None).await;
+    let offered = offered.lock().unwrap().clone();
+    assert_eq!(offered[0], ["get_weather", "search_tools"], "{offered:?}");
+}

@@ -103,6 +103,9 @@ class AgentOptions(TypedDict, total=False):
     max_tokens: int | None
     temperature: float | None
     concurrency: int | None
+    offer_tools: int | None
+    """Offer at most this many tools a turn: the best matches of the user's latest message,
+    plus ``search_tools`` when registered (:meth:`Engine.enable_tool_search`)."""
 
 
 class ModelError(TooljigError):

@@ -83,6 +83,11 @@ pub struct AgentOptions {
     pub temperature: Option<f32>,
     /// Most tool calls running at once in a batch.
     pub concurrency: Option<usize>,
+    /// Offer the model at most this many tools a turn: those that best match the user's
+    /// latest message (`Engine::search_tools`), plus `search_tools` when it is registered,
+    /// so the model can find the rest. `None` offers every tool the caller may use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offer_tools: Option<usize>,
 }
 
 impl Default for AgentOptions {
@@ -96,6 +101,7 @@ impl Default for AgentOptions {
             max_tokens: None,
             temperature: None,
             concurrency: None,
+            offer_tools: None,
         }
     }
 }

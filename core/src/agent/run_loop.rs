@@ -21,7 +21,7 @@ impl Agent {
     /// goes round again until an answer, a question, a suspension or a limit.
     pub(super) async fn drive(&self, ctx: &mut Ctx<'_>) -> RunOutcome {
         // Only the tools this caller may use, hidden parameters removed.
-        let specs = self.engine.specs_for(&ctx.caller);
+        let specs = self.offered(ctx);
         loop {
             if let Some(reason) = self.limit_reached(ctx) {
                 return wrap_up::final_answer(self, ctx, reason, &specs).await;
@@ -153,7 +153,7 @@ impl Agent {
                 tools: if json_step {
                     Vec::new()
                 } else {
-                    self.engine.specs_for(&ctx.caller)
+                    self.offered(ctx)
                 },
                 tool_choice: ToolChoice::None,
                 system: self.options.system.clone(),

@@ -165,6 +165,28 @@ impl Agent {
         self.engine.specs_for(caller)
     }
 
+    /// The tools offered this turn: every tool the caller may use, or with `offer_tools` the
+    /// best matches of the user's latest message and `search_tools` to find the rest.
+    pub(super) fn offered(&self, ctx: &super::context::Ctx<'_>) -> Vec<crate::spec::ToolSpec> {
+        let Some(n) = self.options.offer_tools else {
+            return self.engine.specs_for(&ctx.caller);
+        };
+        let mut offered = self
+            .engine
+            .search_tools(ctx.state.last_user_text(), n, &ctx.caller);
+        let search = self
+            .engine
+            .specs_for(&ctx.caller)
+            .into_iter()
+            .find(|s| s.name == "search_tools");
+        if let Some(search) = search
+            && !offered.iter().any(|s| s.name == "search_tools")
+        {
+            offered.push(search);
+        }
+        offered
+    }
+
     pub(crate) fn answering_model(&self) -> &Arc<dyn ModelClient> {
         self.responder.as_ref().unwrap_or(&self.planner)
     }
