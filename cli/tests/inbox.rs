@@ -6,6 +6,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tooljig::{BatchOptions, Call, Caller, EngineOptions, Tool, ToolSpec, handler_fn};
 
+/// The page at `url` as `token`'s operator sees it.
+async fn text_of(http: &reqwest::Client, url: &str, token: &str) -> String {
+    let response = http.get(url).bearer_auth(token).send().await.unwrap();
+    response.text().await.unwrap()
+}
+
 /// The value of the hidden input `name` in the form of request `id`.
 fn field(page: &str, id: &str, name: &str) -> String {
     let section = &page[page
@@ -116,15 +122,7 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
     assert_eq!(by_cookie.status(), 200);
 
     // What it shows: every request, its arguments escaped.
-    let page = http
-        .get(&base)
-        .bearer_auth("alice-token")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = text_of(&http, &base, "alice-token").await;
     assert_eq!(page.matches("class=request").count(), 3, "{page}");
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert!(
@@ -167,15 +165,7 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
         decide("alice-token", form(&ids[0], "approve", &csrf, "0000")).await,
         409
     );
-    let mallory_page = http
-        .get(&base)
-        .bearer_auth("mallory-token")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let mallory_page = text_of(&http, &base, "mallory-token").await;
     let mallory_csrf = field(&mallory_page, &ids[0], "csrf");
     assert_ne!(mallory_csrf, csrf, "a CSRF token is the operator's own");
     assert_eq!(
@@ -204,15 +194,7 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
         decide("alice-token", form(&ids[2], "reject", &csrf, &hash2)).await,
         303
     );
-    let left = http
-        .get(&base)
-        .bearer_auth("alice-token")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let left = text_of(&http, &base, "alice-token").await;
     assert_eq!(left.matches("class=request").count(), 1);
     // An edit is checked against the tool's schema before it is accepted.
     let hash1 = field(&page, &ids[1], "hash");
@@ -243,15 +225,7 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
         303
     );
     // What an edit changed, and who decided what.
-    let home = http
-        .get(&base)
-        .bearer_auth("alice-token")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let home = text_of(&http, &base, "alice-token").await;
     assert!(
         home.contains(r#"<code>/to</code> <del>"&lt;script&gt;alert(1)&lt;/script&gt;"</del> <ins>"grace@example.com"</ins>"#),
         "{home}"
