@@ -4,8 +4,6 @@ inside a call's arguments, and the AI SDK UI message stream."""
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
