@@ -147,6 +147,13 @@ export declare class NativeEngine {
    * will see.
    */
   submitResult(runId: string, callId: string, outcome: string, submitter?: any | undefined | null): Promise<string>
+  /**
+   * Reports how the background job `job` ended: `outcome` as `submit_result` takes it.
+   * Resolves with the job's status.
+   */
+  completeJob(job: string, outcome: string): Promise<string>
+  /** Where the background job `job` stands (`null` when no call accepted it). */
+  jobStatus(job: string): Promise<string>
   /** The client-side calls of a run that still await a result. */
   pendingExternal(runId: string): Promise<string>
   /** Resumes a suspended run; resolves with every call's result, as `run` does. */

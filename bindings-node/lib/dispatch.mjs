@@ -6,13 +6,14 @@
 // batched per microtask checkpoint. Nothing here throws into native code: every failure of
 // a handler becomes data, which is what keeps a throwing handler from killing the process.
 import { abortCall, ToolContext } from './context.mjs'
-import { InvalidArguments, Needs, ToolError } from './errors.mjs'
+import { Accepted, InvalidArguments, Needs, ToolError } from './errors.mjs'
 
 const OK = 0
 const TOOL_ERROR = 1
 const NEEDS = 2
 const UNEXPECTED = 3
 const INVALID_ARGUMENTS = 4
+const ACCEPTED = 5
 
 // Whatever a handler hands back may be hostile: a Proxy whose every trap throws, a getter
 // named `then` that throws, an object whose `toString` throws. Reading any of it can throw,
@@ -77,6 +78,7 @@ const unexpected = (detail) => [UNEXPECTED, JSON.stringify(detail.replace(LONE_S
 function fromValue(v) {
   try {
     if (v instanceof Needs) return [NEEDS, JSON.stringify(v.fields)]
+    if (v instanceof Accepted) return [ACCEPTED, JSON.stringify(v.job)]
     // `undefined` (and functions, symbols) have no JSON form: they are null.
     return [OK, JSON.stringify(v) ?? 'null']
   } catch (e) {
@@ -107,6 +109,7 @@ function readThrow(e) {
     }
   }
   if (e instanceof Needs) return [NEEDS, JSON.stringify(e.fields)]
+  if (e instanceof Accepted) return [ACCEPTED, JSON.stringify(e.job)]
   if (e instanceof InvalidArguments) return [INVALID_ARGUMENTS, JSON.stringify(e.violations)]
   return unexpected(detailOf(e))
 }

@@ -209,6 +209,24 @@ export class Engine {
      */
     submitResult(runId: string, callId: string, outcome: unknown, caller?: Caller): Promise<Envelope>;
     /**
+     * Reports how the background job `job` ended (a handler returned `accepted(job)`):
+     * `outcome` is the data it produced, or a `ToolError` it failed with. Data is checked
+     * against the tool's output schema. Any process sharing the engine's state store may
+     * report. Resolves with the job's status; continue the run with `resume(status.runId)`.
+     * @param {string} job
+     * @param {unknown} outcome
+     * @returns {Promise<JobStatus>}
+     */
+    completeJob(job: string, outcome: unknown): Promise<JobStatus>;
+    /**
+     * Where the background job `job` stands: `state` (`pending`, `completed`, `failed`,
+     * `expired`), `runId`, `callId`, `tool`, `arguments`, `expiresAtMs`, and the `envelope`
+     * once reported; `null` when no call accepted it.
+     * @param {string} job
+     * @returns {Promise<JobStatus | null>}
+     */
+    jobStatus(job: string): Promise<JobStatus | null>;
+    /**
      * The client-side calls of a run that still await a result.
      * @param {string} runId
      * @returns {Promise<ExternalCall[]>}
@@ -320,6 +338,7 @@ import type { Decision } from './types.mjs';
 import type { ApprovalRecord } from './types.mjs';
 import type { Preference } from './types.mjs';
 import type { Envelope } from './types.mjs';
+import type { JobStatus } from './types.mjs';
 import type { ExternalCall } from './types.mjs';
 import { InboxServer } from './inbox.mjs';
 import { McpServer } from './mcp.mjs';

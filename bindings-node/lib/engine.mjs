@@ -7,7 +7,7 @@ import { isStandardSchema, standardParser, toJsonSchema } from './schema.mjs'
 import { checkDefinition } from './tool.mjs'
 import { InboxServer } from './inbox.mjs'
 import { McpClient, McpServer, mcpTarget } from './mcp.mjs'
-/** @import { ApprovalRecord, AuditQuery, AuditRecord, BatchResult, BatchStream, Call, Caller, Decision, EngineOptions, Envelope, Execute, ExternalCall, Policy, Preference, RollbackReport, RunOptions, RunRecord, Settings, Tool, ToolSpec } from './types.mjs' */
+/** @import { ApprovalRecord, AuditQuery, AuditRecord, BatchResult, BatchStream, Call, Caller, Decision, EngineOptions, Envelope, Execute, ExternalCall, JobStatus, Policy, Preference, RollbackReport, RunOptions, RunRecord, Settings, Tool, ToolSpec } from './types.mjs' */
 
 /**
  * Links an AbortSignal to a native cancel switch; returns the switch and an unlink function.
@@ -43,6 +43,14 @@ function settled(text) {
     throw new ToolError(code, message, { retryable, details })
   }
   return answer.value
+}
+
+/** A client's or a job's outcome as the core reads it: the data, or a `ToolError` it failed with. */
+function outcomeText(outcome) {
+  if (outcome instanceof ToolError) {
+    return JSON.stringify({ error: { code: outcome.code, message: String(outcome.message), retryable: outcome.retryable, details: outcome.details } })
+  }
+  return JSON.stringify({ result: outcome === undefined ? null : outcome })
 }
 
 /** The native half of an `Engine`, for the agent loop (`agent.mjs`); set in the class body. */
@@ -417,13 +425,31 @@ export class Engine {
    * @returns {Promise<Envelope>}
    */
   async submitResult(runId, callId, outcome, caller = undefined) {
-    let text
-    if (outcome instanceof ToolError) {
-      text = JSON.stringify({ error: { code: outcome.code, message: String(outcome.message), retryable: outcome.retryable, details: outcome.details } })
-    } else {
-      text = JSON.stringify({ result: outcome === undefined ? null : outcome })
-    }
-    return settled(await this.#native.submitResult(String(runId), String(callId), text, caller ?? null))
+    return settled(await this.#native.submitResult(String(runId), String(callId), outcomeText(outcome), caller ?? null))
+  }
+
+  /**
+   * Reports how the background job `job` ended (a handler returned `accepted(job)`):
+   * `outcome` is the data it produced, or a `ToolError` it failed with. Data is checked
+   * against the tool's output schema. Any process sharing the engine's state store may
+   * report. Resolves with the job's status; continue the run with `resume(status.runId)`.
+   * @param {string} job
+   * @param {unknown} outcome
+   * @returns {Promise<JobStatus>}
+   */
+  async completeJob(job, outcome) {
+    return settled(await this.#native.completeJob(String(job), outcomeText(outcome)))
+  }
+
+  /**
+   * Where the background job `job` stands: `state` (`pending`, `completed`, `failed`,
+   * `expired`), `runId`, `callId`, `tool`, `arguments`, `expiresAtMs`, and the `envelope`
+   * once reported; `null` when no call accepted it.
+   * @param {string} job
+   * @returns {Promise<JobStatus | null>}
+   */
+  async jobStatus(job) {
+    return settled(await this.#native.jobStatus(String(job)))
   }
 
   /**

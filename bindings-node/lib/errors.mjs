@@ -49,6 +49,29 @@ export class InvalidArguments extends Error {
   }
 }
 
+/**
+ * The work goes on as a background job: the call ends `pending_job` until the app reports how
+ * the job ended (`engine.completeJob(job, ...)`, from any process sharing the engine's state
+ * store), and the run is resumed. Return it with `accepted(job)`.
+ */
+export class Accepted {
+  /** @param {string} job the app's own reference for the job (a queue's task id) */
+  constructor(job) {
+    if (typeof job !== 'string' || job === '') throw new TypeError('accepted() takes the job\'s reference, a non-empty string')
+    this.job = job
+    Object.freeze(this)
+  }
+}
+
+/**
+ * Returns (or throws) the accepted outcome: the handler started the work as the background
+ * job `job` (the app's own reference, unique among pending jobs): `return accepted(task.id)`.
+ * @param {string} job
+ */
+export function accepted(job) {
+  return new Accepted(job)
+}
+
 /** The "needs" outcome: required fields the model should ask the user for. */
 export class Needs {
   /** @param {string[]} fields */

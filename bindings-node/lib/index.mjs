@@ -5,7 +5,7 @@ export { InboxServer } from './inbox.mjs'
 export { McpClient, McpServer } from './mcp.mjs'
 export { tool } from './tool.mjs'
 export { ToolContext } from './context.mjs'
-export { ErrorCodes, InvalidArguments, Needs, RegistrationError, ToolError, needs } from './errors.mjs'
+export { Accepted, ErrorCodes, InvalidArguments, Needs, RegistrationError, ToolError, accepted, needs } from './errors.mjs'
 export { JsonProtocol, ModelTurn, PROVIDERS, Provider, ProviderError, toStrict } from './providers.mjs'
 export { StreamParser, UiMessageStream, parseStream, pipeUiMessageStream, toUiMessageStream, uiMessageStreamResponse } from './stream.mjs'
 export { Agent, AgentState, FallbackChain, HttpModel, MODEL_ERROR_KINDS, Model, ModelError, ScriptedModel } from './agent.mjs'
@@ -32,6 +32,7 @@ export { Agent, AgentState, FallbackChain, HttpModel, MODEL_ERROR_KINDS, Model, 
 /** @typedef {import('./types.mjs').Decision} Decision */
 /** @typedef {import('./types.mjs').Preference} Preference */
 /** @typedef {import('./types.mjs').ExternalCall} ExternalCall */
+/** @typedef {import('./types.mjs').JobStatus} JobStatus */
 /** @typedef {import('./types.mjs').RollbackEntry} RollbackEntry */
 /** @typedef {import('./types.mjs').RollbackReport} RollbackReport */
 /** @typedef {import('./types.mjs').RunRecord} RunRecord */

@@ -36,6 +36,7 @@ export type ErrorCode =
   | 'invalid_output'
   | 'pending_approval'
   | 'pending_external'
+  | 'pending_job'
 
 /** The error object of a failed envelope; code-specific details sit beside the three fields. */
 export interface EnvelopeError {
@@ -52,7 +53,7 @@ export type Envelope<T = unknown> =
   | { ok: false; error: EnvelopeError }
 
 /** Where a call stands. */
-export type CallStatus = 'done' | 'pending_approval' | 'pending_external' | 'waiting' | (string & {})
+export type CallStatus = 'done' | 'pending_approval' | 'pending_external' | 'pending_job' | 'waiting' | (string & {})
 
 /** The result of one call: the envelope for the model and what the app needs beside it. */
 export interface CallResult {
@@ -176,6 +177,11 @@ export interface Policy {
   effectClass?: 'pure' | 'idempotent' | 'at_most_once'
   /** Tools this tool's handler may call through `ctx.call` / `ctx.run` (`'*'`: any). */
   mayCall?: string[]
+  /**
+   * How long a background job the handler accepts (`return accepted(job)`) may take before
+   * its call ends as a `timeout`, in ms; unset, the engine's `externalExpiryMs`.
+   */
+  jobExpiryMs?: number
   [field: string]: unknown
 }
 
@@ -256,6 +262,20 @@ export interface ExternalCall {
   status: 'pending' | 'submitted'
   envelope?: Envelope
   submittedAtMs?: number
+}
+
+/** A background job's call: where it stands, and what it returns once reported. */
+export interface JobStatus {
+  job: string
+  state: 'pending' | 'completed' | 'failed' | 'expired'
+  runId: string
+  callId: string
+  tool: string
+  arguments: unknown
+  createdAtMs: number
+  expiresAtMs: number
+  completedAtMs?: number
+  envelope?: Envelope
 }
 
 /** One call's line in a rollback report. */

@@ -225,6 +225,42 @@ impl JsEngine {
         })
     }
 
+    /// Reports how the background job `job` ended: `outcome` as `submit_result` takes it.
+    /// Resolves with the job's status.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn complete_job<'env>(
+        &self,
+        env: &'env Env,
+        job: String,
+        outcome: String,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let outcome = submitted(&outcome)?;
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.complete_job(&job, outcome).await;
+            Ok(answer(
+                out.map(|s| keys::to_js(to_value(&s), shape::JOB_STATUS)),
+            ))
+        })
+    }
+
+    /// Where the background job `job` stands (`null` when no call accepted it).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn job_status<'env>(
+        &self,
+        env: &'env Env,
+        job: String,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.job_status(&job).await;
+            Ok(answer(out.map(|s| match s {
+                Some(s) => keys::to_js(to_value(&s), shape::JOB_STATUS),
+                None => Value::Null,
+            })))
+        })
+    }
+
     /// The client-side calls of a run that still await a result.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn pending_external<'env>(

@@ -42,6 +42,8 @@ mod events;
 mod floor;
 mod handler;
 mod imports;
+// Re-exported: napi registers it, and nothing in Rust calls it (a private item would be dead code).
+pub use imports::import_tools;
 mod inbox;
 mod mcp;
 mod model;

@@ -10,6 +10,7 @@
 //! | 2 | returned or threw `needs(...)` | the field names |
 //! | 3 | threw or rejected with anything else | the stack (or the value as text) |
 //! | 4 | threw `InvalidArguments` | `[{path, message}, ...]` |
+//! | 5 | returned or threw `accepted(job)` | the job's reference |
 //!
 //! One settlement the core cannot read (a lone surrogate, nesting past what `serde_json`
 //! reads) ends its own call as `invalid_output`; its neighbours in the same text keep theirs.
@@ -30,6 +31,9 @@ pub const UNEXPECTED: u8 = 3;
 
 /// Kind of a settlement: threw `InvalidArguments` (its own validation refused the arguments).
 pub const INVALID_ARGUMENTS: u8 = 4;
+
+/// Kind of a settlement: returned or threw `accepted(job)` (the work goes on as a job).
+pub const ACCEPTED: u8 = 5;
 
 /// Kind of a settlement this side could not read (never sent by the JS layer): the payload
 /// is why.
@@ -92,6 +96,12 @@ pub fn to_handler_result(kind: u8, payload: Value) -> HandlerResult {
             other => other.to_string(),
         })),
         INVALID_ARGUMENTS => Err(invalid_arguments(payload)),
+        ACCEPTED => match payload {
+            Value::String(job) if !job.is_empty() => Err(HandlerError::Accepted { job }),
+            other => Err(HandlerError::unexpected(format!(
+                "accepted(...) takes the job's reference, a non-empty string, not {other}"
+            ))),
+        },
         UNREADABLE => Err(HandlerError::Tool(ToolError::new(
             ErrorCode::InvalidOutput,
             format!(
@@ -113,6 +123,9 @@ pub fn to_failure(kind: u8, payload: Value, what: &str) -> HandlerError {
         Err(e @ (HandlerError::Tool(_) | HandlerError::Unexpected { .. })) => e,
         Err(HandlerError::Needs(_)) => HandlerError::unexpected(format!(
             "{what} returned needs(...), which only handlers may"
+        )),
+        Err(HandlerError::Accepted { .. }) => HandlerError::unexpected(format!(
+            "{what} returned accepted(...), which only handlers may"
         )),
         Ok(v) => HandlerError::unexpected(format!("{what} returned {v}")),
     }

@@ -60,6 +60,14 @@ enum Op {
     PendingExternal {
         run_id: String,
     },
+    CompleteJob {
+        job: String,
+        /// `{"result": data}` or `{"error": {code, message, retryable?, details?}}`.
+        outcome: Value,
+    },
+    JobStatus {
+        job: String,
+    },
     Resume {
         run_id: String,
     },
@@ -75,6 +83,13 @@ enum Op {
         run_id: String,
         call_id: Option<String>,
     },
+}
+
+/// A client's or a job's outcome as data, read by the core's one reader.
+fn outcome_of(outcome: Value) -> Result<Result<Value, ToolError>, ToolError> {
+    tooljig::external::outcome_from_value(outcome).map_err(|why| {
+        ToolError::new(ErrorCode::InvalidRequest, why).with("reason", "invalid_outcome")
+    })
 }
 
 fn value_of(v: &impl serde::Serialize) -> Value {
@@ -128,18 +143,25 @@ async fn perform(engine: &Engine, op: Op, live: BatchOptions) -> Msg {
             call_id,
             outcome,
             caller,
-        } => {
-            match tooljig::external::outcome_from_value(outcome) {
-                Ok(outcome) => reply(
-                    engine
-                        .submit_result(&run_id, &call_id, &caller, outcome)
-                        .await
-                        .map(|e| value_of(&e)),
-                ),
-                Err(why) => reply(Err(ToolError::new(ErrorCode::InvalidRequest, why)
-                    .with("reason", "invalid_outcome"))),
-            }
-        }
+        } => match outcome_of(outcome) {
+            Ok(outcome) => reply(
+                engine
+                    .submit_result(&run_id, &call_id, &caller, outcome)
+                    .await
+                    .map(|e| value_of(&e)),
+            ),
+            Err(e) => reply(Err(e)),
+        },
+        Op::CompleteJob { job, outcome } => match outcome_of(outcome) {
+            Ok(outcome) => reply(
+                engine
+                    .complete_job(&job, outcome)
+                    .await
+                    .map(|s| value_of(&s)),
+            ),
+            Err(e) => reply(Err(e)),
+        },
+        Op::JobStatus { job } => reply(engine.job_status(&job).await.map(|s| value_of(&s))),
         Op::PendingExternal { run_id } => {
             reply(engine.pending_external(&run_id).await.map(|c| value_of(&c)))
         }

@@ -16,7 +16,8 @@
 //! ├── ShutdownError              the interpreter is exiting; no new batch starts
 //! ├── ToolError                  raised by handlers to choose an error code
 //! ├── InvalidArguments           raised by a handler's own validation, with its violations
-//! └── Needs                      raised or returned by handlers for missing fields
+//! ├── Needs                      raised or returned by handlers for missing fields
+//! └── Accepted                   returned or raised by handlers: the work goes on as a job
 //! ```
 
 use pyo3::prelude::*;
@@ -46,6 +47,8 @@ pub struct Classes {
     pub needs: Py<PyType>,
     /// `tooljig.errors.InvalidArguments`
     pub invalid_arguments: Py<PyType>,
+    /// `tooljig.errors.Accepted`
+    pub accepted: Py<PyType>,
 }
 
 /// The classes, importing `tooljig.errors` on first use.
@@ -67,6 +70,7 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
             tool_error: get("ToolError")?,
             needs: get("Needs")?,
             invalid_arguments: get("InvalidArguments")?,
+            accepted: get("Accepted")?,
         })
     })
 }

@@ -3,6 +3,7 @@
 //! - a value → data (converted to JSON; a value that is not JSON-serializable is an
 //!   unexpected failure, with the reason in the detail);
 //! - `Needs(...)` raised or returned → the `needs` outcome;
+//! - `Accepted(job)` returned or raised → the call waits for the background job (`pending_job`);
 //! - `ToolError(code, message, retryable, **details)` raised or returned → that error, shown
 //!   to the model as is;
 //! - `InvalidArguments((path, message), ...)` raised → the core's `invalid_arguments` error;
@@ -27,6 +28,9 @@ pub fn from_value(obj: &Bound<'_, PyAny>) -> HandlerResult {
         if obj.is_instance(c.tool_error.bind(py)).unwrap_or(false) {
             return Err(tool_error(obj));
         }
+        if obj.is_instance(c.accepted.bind(py)).unwrap_or(false) {
+            return Err(accepted(obj));
+        }
     }
     convert::from_py(obj).map_err(|e| HandlerError::Unexpected {
         detail: format!(
@@ -45,6 +49,9 @@ pub fn from_error(py: Python<'_>, err: &PyErr) -> HandlerError {
         }
         if exc.is_instance(c.tool_error.bind(py)).unwrap_or(false) {
             return tool_error(exc);
+        }
+        if exc.is_instance(c.accepted.bind(py)).unwrap_or(false) {
+            return accepted(exc);
         }
         if exc
             .is_instance(c.invalid_arguments.bind(py))
@@ -103,6 +110,13 @@ fn needs(obj: &Bound<'_, PyAny>) -> HandlerError {
     {
         Ok(fields) => HandlerError::Needs(fields),
         Err(e) => HandlerError::unexpected(format!("a Needs without readable fields: {e}")),
+    }
+}
+
+fn accepted(obj: &Bound<'_, PyAny>) -> HandlerError {
+    match obj.getattr("job").and_then(|j| j.extract::<String>()) {
+        Ok(job) => HandlerError::Accepted { job },
+        Err(e) => HandlerError::unexpected(format!("an Accepted without a readable job: {e}")),
     }
 }
 

@@ -149,6 +149,9 @@ impl ApprovalPredicate for PyApprovalPredicate {
                 Ok(other) => Err(format!("it returned {other}; return True or False")),
                 Err(HandlerError::Tool(e)) => Err(e.message),
                 Err(HandlerError::Needs(fields)) => Err(format!("it raised Needs({fields:?})")),
+                Err(HandlerError::Accepted { job }) => {
+                    Err(format!("it answered Accepted({job:?})"))
+                }
                 Err(HandlerError::Unexpected { detail }) => Err(detail),
             }
         })
@@ -180,7 +183,9 @@ impl HttpAuth for PyHttpAuth {
                 Ok(value) => serde_json::from_value(value)
                     .map_err(|e| format!("the auth hook returned no caller: {e}")),
                 Err(HandlerError::Tool(e)) => Err(e.message),
-                Err(HandlerError::Needs(_)) => Err("refused".into()),
+                Err(HandlerError::Needs(_) | HandlerError::Accepted { .. }) => {
+                    Err("refused".into())
+                }
                 Err(HandlerError::Unexpected { detail }) => {
                     let last = detail
                         .trim()

@@ -76,6 +76,9 @@ pub enum CallStatus {
     PendingApproval,
     /// Waiting for someone else (a client) to run it and submit the result.
     PendingExternal,
+    /// Accepted by its handler as a background job; waiting for the app to report that the
+    /// job completed or failed (`Engine::complete_job`).
+    PendingJob,
     /// Not started: a call it depends on is pending; it runs when the run is resumed.
     Waiting,
 }
@@ -129,6 +132,10 @@ pub struct CallResult {
     /// The call whose handler made this one (`ctx.tools`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<Box<ParentCall>>,
+    /// What the model sees in place of the data, when the tool's `to_model_output` hook or
+    /// its `model_output_max_chars` budget changed it; `envelope` keeps the whole data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_output: Option<Box<Value>>,
 }
 
 impl CallResult {
@@ -157,6 +164,15 @@ impl CallResult {
             hidden: Vec::new(),
             defaults: Box::default(),
             parent: None,
+            model_output: None,
+        }
+    }
+
+    /// The envelope as the model sees it: `model_output` in place of the data when set.
+    pub fn model_envelope(&self) -> Envelope {
+        match (&self.model_output, &self.envelope) {
+            (Some(view), Envelope::Ok(_)) => Envelope::Ok(Value::clone(view)),
+            _ => self.envelope.clone(),
         }
     }
 

@@ -107,6 +107,9 @@ error_codes! {
     PendingApproval = "pending_approval", retryable = false;
     /// Not final: the call waits for a client to run it (status `pending_external`).
     PendingExternal = "pending_external", retryable = false;
+    /// Not final: the tool accepted the work as a background job that has not completed yet
+    /// (status `pending_job`; `details.job` names it).
+    PendingJob = "pending_job", retryable = false;
 }
 
 impl fmt::Display for ErrorCode {

@@ -14,6 +14,7 @@ use crate::guard::audit::AuditEntry;
 use crate::guard::{self, Guards};
 use crate::handler::{HandlerError, ToolContext};
 use crate::job::Job;
+use crate::model_output::Presenter;
 use crate::output::check_output;
 use crate::progress::Progress;
 use crate::schema::arguments_envelope;
@@ -34,11 +35,17 @@ pub async fn run_audited(
     guards: Arc<Guards>,
     durable: CallDurable,
 ) -> (CallResult, Option<AuditEntry>) {
-    if !guards.audits() {
-        return (run_job(job, &guards, &durable).await, None);
+    let presenter = Presenter::of(&job);
+    let audited = guards
+        .audits()
+        .then(|| (job.caller.clone(), job.tool.clone()));
+    let mut result = run_job(job, &guards, &durable).await;
+    if let Some(presenter) = presenter {
+        presenter.present(&durable.run_id, &mut result).await;
     }
-    let (caller, tool) = (job.caller.clone(), job.tool.clone());
-    let result = run_job(job, &guards, &durable).await;
+    let Some((caller, tool)) = audited else {
+        return (result, None);
+    };
     let record = guards.audit_record(&result, &caller, Some(&tool.spec.policy), None);
     (result, record)
 }
@@ -116,6 +123,7 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
     let started = Instant::now();
     result.started_us = Some(job.since_start());
     let mut attempt = 0;
+    let mut accepted = None;
     let envelope = loop {
         attempt += 1;
         job.emit(|at_us| Event::CallStarted {
@@ -173,6 +181,10 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
         let failure = match outcome {
             Ok(Ok(data)) => break check_output(&job.tool, data),
             Ok(Err(HandlerError::Needs(fields))) => break Envelope::Needs(fields),
+            Ok(Err(HandlerError::Accepted { job: reference })) => {
+                accepted = Some(reference);
+                break Envelope::Ok(Value::Null);
+            }
             Ok(Err(HandlerError::Tool(err))) => {
                 let (err, note) = crate::output::bounded_error(err);
                 if note.is_some() {
@@ -211,6 +223,9 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
     result.attempts = attempt;
     result.duration_us = started.elapsed().as_micros() as u64;
     result.envelope = envelope;
+    if let Some(reference) = accepted {
+        durable::background_job::park(d, &job, reference, &mut result).await;
+    }
     result.finished_us = job.since_start();
     result.arguments = Some(job.arguments);
     durable::after(d, guarded, &mut result).await;

@@ -84,9 +84,17 @@ pub fn idempotency_key(run_id: &str, call_id: &str, tool: &str, app_key: Option<
     format!("tj_{}", &digest[..32])
 }
 
-/// Why a handler did not return data.
+/// Why a handler did not return data (yet).
 #[derive(Debug, Clone, PartialEq)]
 pub enum HandlerError {
+    /// The work goes on in the background as the job `job` (the app's own reference, e.g. a
+    /// queue's task id): the call ends `pending_job` until the app reports how the job ended
+    /// ([`Engine::complete_job`](crate::Engine::complete_job)). Not a failure; it is an error
+    /// here because the handler has no data to return yet.
+    Accepted {
+        /// The job's reference, unique across the app's pending jobs.
+        job: String,
+    },
     /// A deliberate refusal or failure, with a code the handler chose; shown to the model as is.
     Tool(ToolError),
     /// Required information is missing; the model should ask for these fields.
@@ -114,6 +122,11 @@ impl HandlerError {
     /// zod, refinements): the same `invalid_arguments` error the schema check gives.
     pub fn invalid_arguments(violations: &[Violation]) -> Self {
         HandlerError::Tool(crate::violation::invalid_arguments(violations))
+    }
+
+    /// The work was accepted as the background job `job`: see [`HandlerError::Accepted`].
+    pub fn accepted(job: impl Into<String>) -> Self {
+        HandlerError::Accepted { job: job.into() }
     }
 
     /// An unexpected failure; `detail` never reaches the model.

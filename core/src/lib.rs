@@ -49,6 +49,7 @@ pub mod guard;
 pub mod job;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod model_output;
 pub mod output;
 pub mod plan;
 #[cfg(feature = "postgres")]
@@ -68,7 +69,9 @@ pub mod providers;
 pub mod stream;
 
 // Module paths of earlier releases, kept working.
-pub use durable::{approval, external, idempotency, preference, rollback, run, store, wakeup};
+pub use durable::{
+    approval, background_job, external, idempotency, preference, rollback, run, store, wakeup,
+};
 pub use guard::{access, audit, cache, hidden, rate_limit, telemetry};
 
 pub use access::{AccessDecision, AccessRequest, Effect, PolicyHook, Settings, policy_hook_fn};
@@ -83,6 +86,7 @@ pub use audit::{
     AuditEntry, AuditOptions, AuditQuery, AuditRecord, AuditSink, JsonlAudit, MemoryAudit,
     Redaction, SqliteAudit,
 };
+pub use background_job::{JobState, JobStatus};
 pub use batch::{BatchOptions, BatchResult, RollbackEntry, RollbackOutcome, RollbackReport};
 pub use cache::{CachePolicy, CacheScope};
 pub use call::{Call, CallResult, CallStatus};

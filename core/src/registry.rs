@@ -23,6 +23,8 @@ pub struct RegisteredTool {
     pub defaults: Option<Defaults>,
     /// The handler; `None` for client-side tools.
     pub handler: Option<Arc<dyn Handler>>,
+    /// What turns its data into the model's view, if anything.
+    pub to_model_output: Option<Arc<dyn Handler>>,
     /// The name as a shared string, cloned into every call's context.
     pub name: Arc<str>,
 }
@@ -80,7 +82,11 @@ impl Registry {
     /// Registers a tool, compiling its schemas. Fails on a bad name, a duplicate, or a
     /// schema that does not compile.
     pub fn register(&self, tool: Tool) -> Result<(), RegistrationError> {
-        let Tool { spec, handler } = tool;
+        let Tool {
+            spec,
+            handler,
+            to_model_output,
+        } = tool;
         check_name(&spec.name).map_err(RegistrationError::InvalidName)?;
         if spec.policy.retry.attempts == 0 {
             return Err(RegistrationError::InvalidPolicy {
@@ -139,6 +145,7 @@ impl Registry {
                 input,
                 output,
                 handler,
+                to_model_output,
                 name,
             }),
         );

@@ -18,6 +18,9 @@ pub struct Tool {
     pub spec: ToolSpec,
     /// What runs it; `None` for client-side tools.
     pub handler: Option<Arc<dyn Handler>>,
+    /// Turns its data into what the model sees (`model_output.rs`); the app still gets the
+    /// data.
+    pub to_model_output: Option<Arc<dyn Handler>>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -25,6 +28,7 @@ impl std::fmt::Debug for Tool {
         f.debug_struct("Tool")
             .field("spec", &self.spec)
             .field("has_handler", &self.handler.is_some())
+            .field("has_to_model_output", &self.to_model_output.is_some())
             .finish()
     }
 }
@@ -35,6 +39,7 @@ impl Tool {
         Tool {
             spec,
             handler: Some(handler),
+            to_model_output: None,
         }
     }
 
@@ -89,12 +94,22 @@ impl Tool {
         Tool {
             spec,
             handler: None,
+            to_model_output: None,
         }
     }
 
     /// Replaces the policy.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.spec.policy = policy;
+        self
+    }
+
+    /// Sets the hook that turns the tool's data into what the model sees (a summary, a
+    /// reference to an image): it is called like a handler, with the data as its arguments,
+    /// and what it returns is the model's `data`; the app still gets the whole result
+    /// (`CallResult::model_output` holds the model's). See `docs/tools.md`.
+    pub fn to_model_output(mut self, hook: Arc<dyn Handler>) -> Self {
+        self.to_model_output = Some(hook);
         self
     }
 

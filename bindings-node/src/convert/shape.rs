@@ -72,6 +72,8 @@ pub const RUN_RECORD: Shape = &[
 pub const PREFERENCE: Shape = &[""];
 /// A client-side call awaiting its result.
 pub const EXTERNAL_CALL: Shape = &[""];
+/// A background job's status (`arguments` and `envelope` are data).
+pub const JOB_STATUS: Shape = &[""];
 /// The options of an MCP server (`tokens` map tokens to callers, whose keys are one word).
 pub const MCP_SERVER_OPTIONS: Shape = &[""];
 /// The options of an MCP client; each of `tools`' policies is renamed as [`MCP_POLICY`].

@@ -46,7 +46,7 @@ impl HttpAuth for JsHttpAuth {
                         let first = detail.lines().next().unwrap_or("refused");
                         first.split_once(": ").map_or(first, |(_, m)| m).to_string()
                     }
-                    HandlerError::Needs(_) => "refused".into(),
+                    HandlerError::Needs(_) | HandlerError::Accepted { .. } => "refused".into(),
                 }),
             }
         })

@@ -29,6 +29,7 @@ from tooljig.engine import Engine, EventStream
 from tooljig.imports import import_tools
 from tooljig.mcp import McpClient, McpServer
 from tooljig.errors import (
+    Accepted,
     DuplicateToolError,
     InvalidArguments,
     InvalidInputError,
@@ -81,6 +82,7 @@ __all__ = [
     "MemoryAudit",
     "MemoryStore",
     "Needs",
+    "Accepted",
     "RegistrationError",
     "Retry",
     "ShutdownError",

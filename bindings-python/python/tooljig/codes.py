@@ -41,6 +41,7 @@ class ErrorCode(str, Enum):
     INVALID_OUTPUT = "invalid_output"
     PENDING_APPROVAL = "pending_approval"
     PENDING_EXTERNAL = "pending_external"
+    PENDING_JOB = "pending_job"
 
     def __str__(self) -> str:
         return self.value

@@ -87,6 +87,22 @@ def _caller(caller: CallerLike) -> dict[str, Any]:
     return dict(caller)
 
 
+def _outcome(what: str, result: Any, error: ToolError | None) -> dict[str, Any]:
+    """A client's or a job's outcome as the core reads it: exactly one of data and error."""
+    if (result is _MISSING) == (error is None):
+        raise TypeError(f"{what}() takes exactly one of result and error=")
+    if error is None:
+        return {"result": result}
+    return {
+        "error": {
+            "code": error.code.value,
+            "message": error.message,
+            "retryable": error.retryable,
+            "details": error.details,
+        }
+    }
+
+
 def _auth_hook(auth: Any) -> tuple[Any, bool]:
     """A server's auth hook as the native layer takes it: the function and whether it is async."""
     if not callable(auth):
@@ -259,23 +275,31 @@ class DurableRuns:
         checked against the tool's output schema. ``caller`` is who submits: a run started
         for a principal takes results from that principal (and tenant) alone. Continue the
         run with :meth:`resume`."""
-        if (result is _MISSING) == (error is None):
-            raise TypeError("submit_result() takes exactly one of result and error=")
-        if error is not None:
-            outcome: dict[str, Any] = {
-                "error": {
-                    "code": error.code.value,
-                    "message": error.message,
-                    "retryable": error.retryable,
-                    "details": error.details,
-                }
-            }
-        else:
-            outcome = {"result": result}
+        outcome = _outcome("submit_result", result, error)
         envelope: dict[str, Any] = await self._op(
             "submit_result", run_id=run_id, call_id=call_id, outcome=outcome, caller=_caller(caller)
         )
         return envelope
+
+    async def complete_job(
+        self, job: str, result: Any = _MISSING, *, error: ToolError | None = None
+    ) -> dict[str, Any]:
+        """Reports how the background job ``job`` ended (a handler answered
+        ``Accepted(job)``): the data it produced or the ``error`` it failed with (exactly
+        one). Data is checked against the tool's output schema. Any process sharing the
+        engine's state store may report. Returns the job's status (``state``, ``run_id``,
+        ``call_id``, ``tool``, ``envelope``, ...); continue the run with :meth:`resume` of its
+        ``run_id``."""
+        outcome = _outcome("complete_job", result, error)
+        status: dict[str, Any] = await self._op("complete_job", job=job, outcome=outcome)
+        return status
+
+    async def job_status(self, job: str) -> dict[str, Any] | None:
+        """Where the background job ``job`` stands (``state``: ``pending``, ``completed``,
+        ``failed`` or ``expired``; ``run_id``, ``call_id``, ``tool``, ``arguments``,
+        ``expires_at_ms``, ``envelope`` once reported), or None when no call accepted it."""
+        status: dict[str, Any] | None = await self._op("job_status", job=job)
+        return status
 
     async def pending_external(self, run_id: str) -> list[dict[str, Any]]:
         """The client-side calls of a run that await a result."""
@@ -429,6 +453,16 @@ class DurableRuns:
         return _blocking(
             "submit_result", self.submit_result(run_id, call_id, result, error=error, caller=caller)
         )
+
+    def complete_job_sync(
+        self, job: str, result: Any = _MISSING, *, error: ToolError | None = None
+    ) -> dict[str, Any]:
+        """:meth:`complete_job`, blocking."""
+        return _blocking("complete_job", self.complete_job(job, result, error=error))
+
+    def job_status_sync(self, job: str) -> dict[str, Any] | None:
+        """:meth:`job_status`, blocking."""
+        return _blocking("job_status", self.job_status(job))
 
     def pending_external_sync(self, run_id: str) -> list[dict[str, Any]]:
         """:meth:`pending_external`, blocking."""

@@ -13,7 +13,8 @@
     ├── ShutdownError              the interpreter is exiting; no new batch starts
     ├── ToolError                  raised (or returned) by a handler to choose an error code
     ├── InvalidArguments           raised by a handler's own validation: arguments are wrong
-    └── Needs                      raised (or returned) by a handler: fields are missing
+    ├── Needs                      raised (or returned) by a handler: fields are missing
+    └── Accepted                   returned (or raised) by a handler: the work goes on as a job
 
 Handlers raise :class:`ToolError` and :class:`Needs`; everything else a handler raises becomes
 an ``internal_error`` envelope with a sanitized message, and its traceback goes to
@@ -28,6 +29,7 @@ from typing import Any
 from tooljig.codes import ErrorCode
 
 __all__ = [
+    "Accepted",
     "DuplicateToolError",
     "InvalidArguments",
     "InvalidInputError",
@@ -158,3 +160,26 @@ class Needs(TooljigError):
                 raise TypeError(f"Needs() takes field names, not {type(field).__name__}")
         self.fields = fields
         super().__init__("missing: " + ", ".join(fields))
+
+
+class Accepted(TooljigError):
+    """Returned (or raised) by a handler that started the work as a background job: the call
+    ends ``pending_job`` until the app reports how the job ended, from any process sharing the
+    engine's state store (:meth:`Engine.complete_job`), and the run is resumed::
+
+        @engine.tool(job_expiry_ms=3_600_000)
+        async def render(video_id: str) -> dict:
+            task = await queue.enqueue("render", video_id)
+            return Accepted(task.id)
+
+    ``job`` is the app's own reference for the job (a queue's task id), unique among pending
+    jobs; the app reports under it.
+    """
+
+    job: str
+
+    def __init__(self, job: str) -> None:
+        if not isinstance(job, str) or not job:
+            raise TypeError("Accepted() takes the job's reference, a non-empty string")
+        self.job = job
+        super().__init__(f"accepted as job {job}")

@@ -95,6 +95,7 @@ fn handler_message(e: HandlerError) -> String {
     match e {
         HandlerError::Tool(t) => format!("{}: {}", t.code.as_str(), t.message),
         HandlerError::Needs(fields) => format!("the model raised Needs({fields:?})"),
+        HandlerError::Accepted { job } => format!("the model answered Accepted({job:?})"),
         HandlerError::Unexpected { detail } => format!("the Python model raised: {detail}"),
     }
 }

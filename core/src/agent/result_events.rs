@@ -24,6 +24,17 @@ pub(crate) fn result_events(r: &CallResult) -> Vec<StreamEvent> {
             tool,
             input: r.arguments.clone().unwrap_or_default(),
         }],
+        // Running in the background: the part stays `input-available` with a note of the job.
+        CallStatus::PendingJob => vec![StreamEvent::ToolProgress {
+            call_id,
+            tool,
+            fraction: None,
+            message: Some(match background_job(r) {
+                Some(job) => format!("accepted as job {job}"),
+                None => "accepted as a background job".into(),
+            }),
+            output: None,
+        }],
         // It will start when the calls it waits on are settled; nothing to show yet.
         CallStatus::Waiting => Vec::new(),
         CallStatus::Done => match &r.envelope {
@@ -38,6 +49,14 @@ pub(crate) fn result_events(r: &CallResult) -> Vec<StreamEvent> {
                 output: other.to_value(),
             }],
         },
+    }
+}
+
+/// The reference of the background job a `pending_job` call waits on.
+fn background_job(r: &CallResult) -> Option<&str> {
+    match &r.envelope {
+        Envelope::Error(e) => e.details.get("job").and_then(|j| j.as_str()),
+        _ => None,
     }
 }
 

@@ -94,6 +94,10 @@ pub struct ExternalCall {
     /// Their tenant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
+    /// The background job its handler accepted the call as (`background_job.rs`); `None` for
+    /// a client-side call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }
 
 /// How long a record is kept after its expiry, so a late submission is told it is late.
@@ -102,32 +106,7 @@ const RETAIN_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 /// Records a call of a handler-less tool as handed to the client and marks the result
 /// `pending_external`.
 pub async fn park(d: &CallDurable, job: &Job, result: &mut CallResult) {
-    let now = now_ms();
-    let rec = ExternalCall {
-        run_id: d.run_id.to_string(),
-        call_id: job.id.to_string(),
-        tool: job.tool.spec.name.clone(),
-        arguments: job.arguments.clone(),
-        created_at_ms: now,
-        expires_at_ms: now.saturating_add(d.shared.external_expiry_ms),
-        status: ExternalStatus::Pending,
-        envelope: None,
-        submitted_at_ms: None,
-        principal: job.caller.principal.clone(),
-        tenant: job.caller.tenant.clone(),
-    };
-    let key = run_call_key(&d.run_id, &job.id);
-    let ttl = Some(d.shared.external_expiry_ms.saturating_add(RETAIN_MS));
-    match put_as(
-        d.shared.store.as_ref(),
-        Namespace::External,
-        &key,
-        Expect::Absent,
-        &rec,
-        ttl,
-    )
-    .await
-    {
+    match hand_out(d, job, None, d.shared.external_expiry_ms).await {
         Ok(Some(_)) => {
             result.status = CallStatus::PendingExternal;
             result.envelope = Envelope::error(
@@ -150,6 +129,42 @@ pub async fn park(d: &CallDurable, job: &Job, result: &mut CallResult) {
     }
 }
 
+/// Stores the record of a call whose result comes from outside the batch (a client, or the
+/// background job `background`), expiring in `expiry_ms`. `None` when one exists already.
+pub(crate) async fn hand_out(
+    d: &CallDurable,
+    job: &Job,
+    background: Option<&str>,
+    expiry_ms: u64,
+) -> Result<Option<u64>, StoreError> {
+    let now = now_ms();
+    let rec = ExternalCall {
+        run_id: d.run_id.to_string(),
+        call_id: job.id.to_string(),
+        tool: job.tool.spec.name.clone(),
+        arguments: job.arguments.clone(),
+        created_at_ms: now,
+        expires_at_ms: now.saturating_add(expiry_ms),
+        status: ExternalStatus::Pending,
+        envelope: None,
+        submitted_at_ms: None,
+        principal: job.caller.principal.clone(),
+        tenant: job.caller.tenant.clone(),
+        job: background.map(String::from),
+    };
+    let key = run_call_key(&d.run_id, &job.id);
+    let ttl = Some(expiry_ms.saturating_add(RETAIN_MS));
+    put_as(
+        d.shared.store.as_ref(),
+        Namespace::External,
+        &key,
+        Expect::Absent,
+        &rec,
+        ttl,
+    )
+    .await
+}
+
 /// The result of a pending client-side call on resume: the submitted outcome, a timeout
 /// when it expired, or still pending.
 pub async fn settle(
@@ -164,11 +179,14 @@ pub async fn settle(
             r.envelope = rec.envelope.unwrap_or(Envelope::Ok(Value::Null));
         }
         Some((rec, _)) if rec.expires_at_ms > now_ms() => {}
-        _ => {
+        found => {
             r.status = CallStatus::Done;
             r.envelope = Envelope::error(
                 ErrorCode::Timeout,
-                "the client did not submit this call's result before it expired",
+                match found.and_then(|(rec, _)| rec.job) {
+                    Some(_) => "the background job did not complete before the call expired",
+                    None => "the client did not submit this call's result before it expired",
+                },
             );
         }
     }
@@ -200,7 +218,7 @@ pub async fn submit_result(
     let found = get_as::<ExternalCall>(store, Namespace::External, &key)
         .await
         .map_err(StoreError::refusal)?;
-    let Some((mut rec, version)) = found else {
+    let Some((rec, version)) = found else {
         return Err(refuse(
             ErrorCode::NotFound,
             "unknown_call",
@@ -220,6 +238,21 @@ pub async fn submit_result(
             ),
         ));
     }
+    let stored = record_outcome(store, tools, &key, rec, version, outcome).await?;
+    Ok(stored.envelope.unwrap_or(Envelope::Ok(Value::Null)))
+}
+
+/// Records the outcome of a pending call (a client's result, or how a background job
+/// ended), once, before the call's expiry. Returns the record as stored.
+pub(crate) async fn record_outcome(
+    store: &dyn StateStore,
+    tools: &Snapshot,
+    key: &str,
+    mut rec: ExternalCall,
+    version: u64,
+    outcome: Result<Value, ToolError>,
+) -> Result<ExternalCall, ToolError> {
+    let call_id = rec.call_id.clone();
     if rec.status == ExternalStatus::Submitted {
         return Err(refuse(
             ErrorCode::Conflict,
@@ -267,12 +300,12 @@ pub async fn submit_result(
         },
     };
     rec.status = ExternalStatus::Submitted;
-    rec.envelope = Some(envelope.clone());
+    rec.envelope = Some(envelope);
     rec.submitted_at_ms = Some(now_ms());
     let won = put_as(
         store,
         Namespace::External,
-        &key,
+        key,
         Expect::Version(version),
         &rec,
         Some(RETAIN_MS),
@@ -286,7 +319,7 @@ pub async fn submit_result(
             format!("another result for call {call_id:?} arrived at the same moment and counted"),
         ));
     }
-    Ok(envelope)
+    Ok(rec)
 }
 
 /// The client-side calls of a run that still await a result.
@@ -299,7 +332,7 @@ pub async fn pending(store: &dyn StateStore, run_id: &str) -> Result<Vec<Externa
     Ok(rows
         .into_iter()
         .filter_map(|(_, v)| serde_json::from_value::<ExternalCall>(v.value).ok())
-        .filter(|c| c.status == ExternalStatus::Pending && c.expires_at_ms > now)
+        .filter(|c| c.job.is_none() && c.status == ExternalStatus::Pending && c.expires_at_ms > now)
         .collect())
 }
 

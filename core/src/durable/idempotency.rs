@@ -286,9 +286,10 @@ pub async fn finish(
     claim: Claim,
     result: &CallResult,
 ) -> Result<(), StoreError> {
-    // Not run (pending) or worth retrying: free the key rather than pin this outcome.
+    // Not run (pending) or worth retrying: free the key rather than pin this outcome. A job's
+    // acceptance is pinned: a duplicate is told of the job rather than starting another.
     let retryable = matches!(&result.envelope, Envelope::Error(e) if e.retryable)
-        || result.status != CallStatus::Done;
+        || !matches!(result.status, CallStatus::Done | CallStatus::PendingJob);
     if retryable {
         return release(store, wakeups, claim).await;
     }

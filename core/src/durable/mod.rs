@@ -9,6 +9,7 @@
 
 pub mod approval;
 pub mod approval_record;
+pub mod background_job;
 pub mod cancel;
 pub mod decision;
 pub mod external;
@@ -443,7 +444,8 @@ pub async fn after(d: &CallDurable, mut guarded: Guarded, result: &mut CallResul
         let Some((key, version)) = guarded.run_call.take() else {
             return Ok(());
         };
-        if done.status == CallStatus::Done {
+        // A job's acceptance is final for its handler: a resume settles it, never reruns it.
+        if matches!(done.status, CallStatus::Done | CallStatus::PendingJob) {
             let rec = RunCallRecord::finished(done.clone());
             put_as(
                 store,

@@ -326,7 +326,7 @@ async fn undo(
         Ok(Ok(data)) => Envelope::Ok(data),
         Ok(Err(HandlerError::Tool(e))) => Envelope::Error(e),
         Ok(Err(HandlerError::Needs(f))) => Envelope::Needs(f),
-        Ok(Err(HandlerError::Unexpected { .. })) | Err(_) => {
+        Ok(Err(HandlerError::Unexpected { .. } | HandlerError::Accepted { .. })) | Err(_) => {
             Envelope::error(ErrorCode::InternalError, UNEXPECTED_MESSAGE)
         }
     };

@@ -368,7 +368,7 @@ pub(crate) async fn begin_resume(
                     }
                 }
             }
-            CallStatus::PendingExternal => {
+            CallStatus::PendingExternal | CallStatus::PendingJob => {
                 let r = external::settle(store, run_id, r.clone())
                     .await
                     .map_err(store_refusal)?;

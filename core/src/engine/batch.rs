@@ -340,6 +340,7 @@ impl Batch {
             Some(CallStatus::PendingExternal) => {
                 (ErrorCode::PendingExternal, "waits for a client's result")
             }
+            Some(CallStatus::PendingJob) => (ErrorCode::PendingJob, "waits for a background job"),
             Some(CallStatus::PendingApproval) => {
                 (ErrorCode::PendingApproval, "waits for a human decision")
             }

@@ -7,6 +7,7 @@ use super::batch::Batch;
 use crate::batch::{BatchOptions, BatchResult, RollbackReport};
 use crate::caller::Caller;
 use crate::durable::approval::{self, ApprovalRecord, Decision};
+use crate::durable::background_job::{self, JobStatus};
 use crate::durable::external::{self, ExternalCall};
 use crate::durable::preference::{self, Preference, Remember};
 use crate::durable::rollback;
@@ -180,6 +181,28 @@ impl Engine {
             outcome,
         )
         .await
+    }
+
+    /// Reports how the background job `job` ended (a handler accepted its call with
+    /// `HandlerError::accepted(job)`): data, checked against the tool's output schema and size
+    /// limit, or an error the model will see. Any process sharing the state store may report;
+    /// the job's reference is the key, so hand it only to the app's own workers. Returns the
+    /// job as it now stands: [`Engine::resume`] its `run_id` to carry the run on.
+    ///
+    /// Refused with `not_found` (reason `unknown_job`), `conflict` (reason `duplicate` or
+    /// `late`), and `invalid_output` (reason `invalid_result`; the job stays pending).
+    pub async fn complete_job(
+        &self,
+        job: &str,
+        outcome: Result<Value, ToolError>,
+    ) -> Result<JobStatus, ToolError> {
+        let tools = self.registry.snapshot();
+        background_job::complete(self.durable.store.as_ref(), &tools, job, outcome).await
+    }
+
+    /// Where the background job `job` stands, `None` when no call was accepted under it.
+    pub async fn job_status(&self, job: &str) -> Result<Option<JobStatus>, ToolError> {
+        background_job::status(self.durable.store.as_ref(), job).await
     }
 
     /// The client-side calls of a run that still await a result.

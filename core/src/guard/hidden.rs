@@ -303,6 +303,14 @@ pub async fn apply(
                     detail: Some(format!("resolver for {input:?} failed: {detail}")),
                 });
             }
+            Err(HandlerError::Accepted { job }) => {
+                return Err(Refusal {
+                    envelope: Envelope::error(ErrorCode::InternalError, UNEXPECTED_MESSAGE),
+                    detail: Some(format!(
+                        "resolver for {input:?} answered accepted({job:?}), which only a handler may"
+                    )),
+                });
+            }
         }
     }
     Ok(notes)

@@ -150,6 +150,10 @@ pub async fn authorize(guards: &Guards, job: &mut Job, result: &mut CallResult) 
             Err(HandlerError::Unexpected { detail }) => {
                 Some(unexpected(result, format!("policy hook failed: {detail}")))
             }
+            Err(HandlerError::Accepted { job: j }) => Some(unexpected(
+                result,
+                format!("policy hook answered accepted({j:?}), which only a handler may"),
+            )),
         };
         if let Some(envelope) = envelope {
             return refuse(job, result, envelope);

@@ -76,6 +76,14 @@ pub struct Policy {
     /// none. See `docs/tools.md`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub may_call: Vec<String>,
+    /// Most characters of the tool's data the model sees (after `to_model_output`); longer,
+    /// it sees a marked prefix. The app still gets the whole result. Unset, no budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_output_max_chars: Option<usize>,
+    /// How long a background job the handler accepts may take before its call ends as a
+    /// `timeout`, in ms; unset, the engine's `external_expiry_ms` (a day by default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_expiry_ms: Option<u64>,
 }
 
 /// What a tool does to the world (its category). Only `read` tools may be cached.
@@ -145,6 +153,8 @@ impl Default for Policy {
             redact: BTreeMap::new(),
             audit_output: false,
             may_call: Vec::new(),
+            job_expiry_ms: None,
+            model_output_max_chars: None,
         }
     }
 }

@@ -254,7 +254,7 @@ impl JsonProtocol {
 pub fn format_results(results: &[CallResult]) -> String {
     let list: Vec<Value> = results
         .iter()
-        .map(|r| json!({"id": r.call_id, "tool": r.tool, "result": r.envelope.to_value()}))
+        .map(|r| json!({"id": r.call_id, "tool": r.tool, "result": r.model_envelope().to_value()}))
         .collect();
     format!(
         "Tool results, in call order. Each result is {{\"ok\": true, \"data\": ...}}, or {{\"ok\": false}} with \

@@ -269,7 +269,7 @@ impl ToolResult {
         ToolResult {
             call_id: result.call_id.clone(),
             name: result.tool.clone(),
-            envelope: result.envelope.clone(),
+            envelope: result.model_envelope(),
         }
     }
 

@@ -55,6 +55,8 @@ pub enum Namespace {
     External,
     /// Compensations that ran (or were claimed), by `run_id/call_id`.
     Compensation,
+    /// Background jobs' calls (`run_id/call_id` of an `External` record), by job reference.
+    Job,
 }
 
 impl Namespace {
@@ -70,6 +72,7 @@ impl Namespace {
             Namespace::RunCancel => "run_cancel",
             Namespace::External => "external",
             Namespace::Compensation => "compensation",
+            Namespace::Job => "job",
         }
     }
 }

@@ -31,6 +31,8 @@ pub enum Outcome {
     PendingApproval,
     /// Waiting for a client to run it.
     PendingExternal,
+    /// Accepted as a background job that has not completed yet.
+    PendingJob,
     /// Not started: waiting for a pending call it depends on.
     Waiting,
 }
@@ -44,6 +46,7 @@ impl Outcome {
             Outcome::Error => "error",
             Outcome::PendingApproval => "pending_approval",
             Outcome::PendingExternal => "pending_external",
+            Outcome::PendingJob => "pending_job",
             Outcome::Waiting => "waiting",
         }
     }
@@ -53,6 +56,7 @@ impl Outcome {
         match result.status {
             CallStatus::PendingApproval => Outcome::PendingApproval,
             CallStatus::PendingExternal => Outcome::PendingExternal,
+            CallStatus::PendingJob => Outcome::PendingJob,
             CallStatus::Waiting => Outcome::Waiting,
             CallStatus::Done => match result.envelope {
                 Envelope::Ok(_) => Outcome::Ok,

@@ -1,0 +1,166 @@
+//! What the model sees of a result, apart from what the app gets.
+//!
+//! A tool may turn its data into something smaller or safer for the model (a summary, a
+//! reference to an image) with a `to_model_output` hook, and cap what the model reads with
+//! `model_output_max_chars`. The app still gets the whole data in the envelope; the model's
+//! view goes to `CallResult::model_output`, and providers read `CallResult::model_envelope`.
+//! Only data is shaped: errors, `needs` and pending results reach the model as they are.
+//!
+//! A hook that fails (throws, panics, times out, returns data nested too deep) fails closed:
+//! the model reads that the tool succeeded and its output could not be shown, never the data
+//! the hook was there to shape; the reason goes to the result's `detail`.
+
+use crate::call::CallResult;
+use crate::caller::Caller;
+use crate::depth;
+use crate::envelope::Envelope;
+use crate::handler::{BoxFuture, Handler, HandlerError, HandlerResult, HostData, ToolContext};
+use crate::job::Job;
+use crate::output::TRUNCATION_MARKER;
+use crate::registry::RegisteredTool;
+use futures::FutureExt;
+use serde_json::Value;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What the model reads when the hook failed.
+pub const UNSHOWN: &str = "the tool succeeded; its output could not be prepared for the model";
+
+/// Shapes the model's view of one call's result, once the call has one.
+pub(crate) struct Presenter {
+    tool: Arc<RegisteredTool>,
+    caller: Arc<Caller>,
+    cancel: CancellationToken,
+    host: Option<HostData>,
+}
+
+impl Presenter {
+    /// A presenter for `job`'s result, when its tool shapes what the model sees.
+    pub(crate) fn of(job: &Job) -> Option<Self> {
+        let tool = &job.tool;
+        (tool.to_model_output.is_some() || tool.spec.policy.model_output_max_chars.is_some()).then(
+            || Presenter {
+                tool: tool.clone(),
+                caller: job.caller.clone(),
+                cancel: job.cancel.clone(),
+                host: job.host.clone(),
+            },
+        )
+    }
+
+    /// Sets `result.model_output` from its data, when it has data.
+    pub(crate) async fn present(self, run_id: &Arc<str>, result: &mut CallResult) {
+        let Envelope::Ok(data) = &result.envelope else {
+            return;
+        };
+        let view = match &self.tool.to_model_output {
+            Some(hook) => match self.ask(hook.as_ref(), run_id, result, data.clone()).await {
+                Ok(view) => Some(view),
+                Err(why) => {
+                    let note = format!("to_model_output failed: {why}");
+                    result.detail = Some(match result.detail.take() {
+                        Some(d) => format!("{d}\n{note}"),
+                        None => note,
+                    });
+                    result.model_output = Some(Box::new(Value::String(UNSHOWN.into())));
+                    return;
+                }
+            },
+            None => None,
+        };
+        let budget = self.tool.spec.policy.model_output_max_chars;
+        let shown = view.as_ref().unwrap_or(data);
+        result.model_output = match budget.and_then(|max| cut(shown, max)) {
+            Some(cut) => Some(Box::new(cut)),
+            None => view.map(Box::new),
+        };
+    }
+
+    /// Runs the hook on `data` as a handler runs, under the tool's timeout.
+    async fn ask(
+        &self,
+        hook: &dyn Handler,
+        run_id: &Arc<str>,
+        result: &CallResult,
+        data: Value,
+    ) -> Result<Value, String> {
+        let cancel = self.cancel.child_token();
+        let ctx = ToolContext {
+            call_id: Arc::from(result.call_id.as_str()),
+            tool: self.tool.name.clone(),
+            attempt: result.attempts.max(1),
+            caller: self.caller.clone(),
+            cancel: cancel.clone(),
+            host: self.host.clone(),
+            run_id: run_id.clone(),
+            app_key: None,
+            progress: Default::default(),
+            tools: None,
+        };
+        let run: BoxFuture<HandlerResult> = hook.call(data, ctx);
+        let run = AssertUnwindSafe(run).catch_unwind();
+        let outcome = match self.tool.spec.policy.timeout_duration() {
+            Some(limit) => match tokio::time::timeout(limit, run).await {
+                Ok(done) => done,
+                Err(_) => {
+                    cancel.cancel();
+                    return Err(format!("it did not finish within {} ms", limit.as_millis()));
+                }
+            },
+            None => run.await,
+        };
+        match outcome {
+            Ok(Ok(view)) if depth::deeper_than(&view, depth::MAX_DEPTH) => Err(format!(
+                "it returned data nested deeper than {} levels",
+                depth::MAX_DEPTH
+            )),
+            Ok(Ok(view)) => Ok(view),
+            Ok(Err(HandlerError::Tool(e))) => Err(format!("{}: {}", e.code, e.message)),
+            Ok(Err(HandlerError::Unexpected { detail })) => Err(detail),
+            Ok(Err(other)) => Err(format!("it answered {other:?}, which only a handler may")),
+            Err(_) => Err("it panicked".into()),
+        }
+    }
+}
+
+/// `view` cut to `max` characters, when its text is longer: the text's prefix and a marker
+/// saying how much was shown (a string is measured as is, anything else as JSON).
+fn cut(view: &Value, max: usize) -> Option<Value> {
+    let text = match view {
+        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
+        other => std::borrow::Cow::Owned(serde_json::to_string(other).unwrap_or_default()),
+    };
+    let total = text.chars().count();
+    if total <= max {
+        return None;
+    }
+    let end = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
+    Some(Value::String(format!(
+        "{}{TRUNCATION_MARKER} {max} of {total} characters shown]",
+        &text[..end]
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_view_over_budget_is_cut_at_a_character() {
+        assert_eq!(cut(&json!("héllo"), 5), None);
+        assert_eq!(
+            cut(&json!("héllo wörld"), 4),
+            Some(json!(format!(
+                "héll{TRUNCATION_MARKER} 4 of 11 characters shown]"
+            )))
+        );
+        assert_eq!(
+            cut(&json!({"a": [1, 2, 3]}), 6),
+            Some(json!(format!(
+                "{{\"a\":[{TRUNCATION_MARKER} 6 of 13 characters shown]"
+            )))
+        );
+    }
+}
