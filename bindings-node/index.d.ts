@@ -74,10 +74,10 @@ export declare class NativeEngine {
   /**
    * Registers a tool from its spec (`name`, `description`, `inputSchema`, `outputSchema`,
    * `originalName`, `policy`; camelCase or snake_case keys). `handler` is the index of its
-   * function in the JS layer's table, or null for a client-side tool. Returns the problem
-   * when the registration is refused.
+   * function in the JS layer's table, or null for a client-side tool; `present` the index of
+   * its `toModelOutput` hook, if any. Returns the problem when the registration is refused.
    */
-  register(spec: any, handler?: number | undefined | null): RegistrationProblem | null
+  register(spec: any, handler?: number | undefined | null, present?: number | undefined | null): RegistrationProblem | null
   /**
    * The specs of every tool, in registration order (camelCase keys; schemas untouched).
    * With a caller: only the tools that caller may use, hidden parameters removed from their

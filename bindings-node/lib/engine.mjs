@@ -143,7 +143,7 @@ export class Engine {
     if (isStandardSchema(definition.inputSchema) && definition.parseArguments !== false) {
       parse = standardParser(definition.inputSchema)
     }
-    return this.#register(spec, definition.execute, parse)
+    return this.#register(spec, definition.execute, parse, definition.toModelOutput)
   }
 
   /**
@@ -162,14 +162,16 @@ export class Engine {
     return this.#register(spec, execute, null)
   }
 
-  #register(spec, execute, parse) {
+  #register(spec, execute, parse, toModelOutput = undefined) {
     let index = null
     if (execute !== undefined) {
       index = this.#dispatcher.add({ name: spec.name, execute, parse })
     }
+    // The hook runs as a handler does, with the data as its arguments.
+    const present = toModelOutput === undefined ? null : this.#dispatcher.add({ name: spec.name, execute: toModelOutput, parse: null })
     let problem
     try {
-      problem = this.#native.register(spec, index)
+      problem = this.#native.register(spec, index, present)
     } catch (e) {
       // napi could not read the spec as JSON (a BigInt, a function, a cycle).
       throw new RegistrationError('invalid_spec', `tool ${JSON.stringify(spec.name)}: the spec is not JSON: ${e?.message ?? e}`, { cause: e })

@@ -6,7 +6,7 @@
  * @template {StandardSchemaV1} S
  * @template [Out=unknown]
  * @overload
- * @param {{description?: string, inputSchema: S, outputSchema?: StandardSchemaV1<any, Out> | JsonSchema, execute?: Execute<InferOutput<S>, Out>, parseArguments?: boolean}} definition
+ * @param {{description?: string, inputSchema: S, outputSchema?: StandardSchemaV1<any, Out> | JsonSchema, execute?: Execute<InferOutput<S>, Out>, parseArguments?: boolean, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown}} definition
  * @returns {Tool<InferOutput<S>, Out>}
  */
 export function tool<S extends StandardSchemaV1, Out = unknown>(definition: {
@@ -15,13 +15,14 @@ export function tool<S extends StandardSchemaV1, Out = unknown>(definition: {
     outputSchema?: StandardSchemaV1<any, Out> | JsonSchema;
     execute?: Execute<InferOutput<S>, Out>;
     parseArguments?: boolean;
+    toModelOutput?: (output: Out, ctx: import("./context.mjs").ToolContext) => unknown;
 }): Tool<InferOutput<S>, Out>;
 /**
  * Declares a tool whose input is a JSON Schema (or any object when absent).
  * @template [Args=Record<string, unknown>]
  * @template [Out=unknown]
  * @overload
- * @param {{description?: string, inputSchema?: JsonSchema, outputSchema?: JsonSchema, execute?: Execute<Args, Out>}} definition
+ * @param {{description?: string, inputSchema?: JsonSchema, outputSchema?: JsonSchema, execute?: Execute<Args, Out>, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown}} definition
  * @returns {Tool<Args, Out>}
  */
 export function tool<Args = Record<string, unknown>, Out = unknown>(definition: {
@@ -29,6 +30,7 @@ export function tool<Args = Record<string, unknown>, Out = unknown>(definition: 
     inputSchema?: JsonSchema;
     outputSchema?: JsonSchema;
     execute?: Execute<Args, Out>;
+    toModelOutput?: (output: Out, ctx: import("./context.mjs").ToolContext) => unknown;
 }): Tool<Args, Out>;
 /** Throws a `RegistrationError` when `def` is not a usable tool definition. */
 export function checkDefinition(name: any, def: any): void;

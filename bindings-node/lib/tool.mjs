@@ -9,7 +9,7 @@ import { RegistrationError } from './errors.mjs'
  * @template {StandardSchemaV1} S
  * @template [Out=unknown]
  * @overload
- * @param {{description?: string, inputSchema: S, outputSchema?: StandardSchemaV1<any, Out> | JsonSchema, execute?: Execute<InferOutput<S>, Out>, parseArguments?: boolean}} definition
+ * @param {{description?: string, inputSchema: S, outputSchema?: StandardSchemaV1<any, Out> | JsonSchema, execute?: Execute<InferOutput<S>, Out>, parseArguments?: boolean, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown}} definition
  * @returns {Tool<InferOutput<S>, Out>}
  */
 /**
@@ -17,7 +17,7 @@ import { RegistrationError } from './errors.mjs'
  * @template [Args=Record<string, unknown>]
  * @template [Out=unknown]
  * @overload
- * @param {{description?: string, inputSchema?: JsonSchema, outputSchema?: JsonSchema, execute?: Execute<Args, Out>}} definition
+ * @param {{description?: string, inputSchema?: JsonSchema, outputSchema?: JsonSchema, execute?: Execute<Args, Out>, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown}} definition
  * @returns {Tool<Args, Out>}
  */
 /**
@@ -41,7 +41,10 @@ export function checkDefinition(name, def) {
   if (def.description !== undefined && typeof def.description !== 'string') {
     throw new RegistrationError('invalid_tool', `${where}: description must be a string`)
   }
-  const known = new Set(['description', 'inputSchema', 'outputSchema', 'execute', 'parseArguments'])
+  if (def.toModelOutput !== undefined && typeof def.toModelOutput !== 'function') {
+    throw new RegistrationError('invalid_tool', `${where}: toModelOutput must be a function`)
+  }
+  const known = new Set(['description', 'inputSchema', 'outputSchema', 'execute', 'parseArguments', 'toModelOutput'])
   for (const key of Object.keys(def)) {
     if (!known.has(key)) {
       throw new RegistrationError('invalid_tool', `${where}: unknown field ${JSON.stringify(key)} in the tool definition (policy goes in register's third argument)`)

@@ -82,6 +82,11 @@ export interface CallResult {
   defaults?: string[]
   /** The call whose handler made this one (`ctx.call`), if any. */
   parent?: ParentCall
+  /**
+   * What the model sees in place of the data, when the tool's `toModelOutput` or its
+   * `modelOutputMaxChars` budget changed it; the envelope keeps the whole data.
+   */
+  modelOutput?: unknown
   /** Fields later capabilities add (camelCase keys). */
   [field: string]: unknown
 }
@@ -182,6 +187,8 @@ export interface Policy {
    * its call ends as a `timeout`, in ms; unset, the engine's `externalExpiryMs`.
    */
   jobExpiryMs?: number
+  /** Most characters of the tool's data the model reads (after `toModelOutput`); longer, a marked prefix. */
+  modelOutputMaxChars?: number
   [field: string]: unknown
 }
 
@@ -367,6 +374,13 @@ export interface Tool<Args = any, Out = unknown> {
    * transforms, refinements; a refinement failure is `invalid_arguments`). Default true.
    */
   parseArguments?: boolean
+  /**
+   * Turns the tool's data into what the model reads (a summary, a reference to an image); the
+   * app still gets the whole result (`CallResult.modelOutput` holds the model's). It runs like
+   * `execute`, under the tool's timeout; if it throws, the model reads that the output could not
+   * be shown, never the data.
+   */
+  toModelOutput?: (output: Out, ctx: ToolContext) => unknown
 }
 
 /** Events of a batch, as they happen (`atUs`: µs since the batch started). */

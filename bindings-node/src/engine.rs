@@ -146,10 +146,15 @@ impl JsEngine {
 
     /// Registers a tool from its spec (`name`, `description`, `inputSchema`, `outputSchema`,
     /// `originalName`, `policy`; camelCase or snake_case keys). `handler` is the index of its
-    /// function in the JS layer's table, or null for a client-side tool. Returns the problem
-    /// when the registration is refused.
+    /// function in the JS layer's table, or null for a client-side tool; `present` the index of
+    /// its `toModelOutput` hook, if any. Returns the problem when the registration is refused.
     #[napi]
-    pub fn register(&self, spec: Value, handler: Option<u32>) -> Option<RegistrationProblem> {
+    pub fn register(
+        &self,
+        spec: Value,
+        handler: Option<u32>,
+        present: Option<u32>,
+    ) -> Option<RegistrationProblem> {
         let spec = match parse_spec(spec) {
             Ok(spec) => spec,
             Err(problem) => return Some(problem),
@@ -160,6 +165,12 @@ impl JsEngine {
                 Arc::new(JsHandler::new(self.dispatcher.clone(), index)),
             ),
             None => Tool::external(spec),
+        };
+        let tool = match present {
+            Some(index) => {
+                tool.to_model_output(Arc::new(JsHandler::new(self.dispatcher.clone(), index)))
+            }
+            None => tool,
         };
         self.engine
             .register(tool)

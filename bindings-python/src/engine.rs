@@ -117,14 +117,16 @@ impl PyEngine {
     }
 
     /// Registers a tool from its spec (a dict as `specs()` exports it) and an invoker
-    /// `invoke(arguments, ctx)`; without an invoker the tool is client-side.
-    #[pyo3(signature = (spec, invoke, is_async))]
+    /// `invoke(arguments, ctx)`; without an invoker the tool is client-side. `present` is
+    /// `(invoke, is_async)` of its `to_model_output` hook, called like a handler with the data.
+    #[pyo3(signature = (spec, invoke, is_async, present=None))]
     fn register(
         &self,
         py: Python<'_>,
         spec: &Bound<'_, PyAny>,
         invoke: Option<Py<PyAny>>,
         is_async: bool,
+        present: Option<(Py<PyAny>, bool)>,
     ) -> PyResult<()> {
         let value = convert::from_py(spec)
             .map_err(|e| error::invalid_spec(py, format!("the tool spec is not JSON: {e}")))?;
@@ -135,6 +137,13 @@ impl PyEngine {
                 Tool::new(spec, Arc::new(PyHandler::new(f, kind)))
             }
             None => Tool::external(spec),
+        };
+        let tool = match present {
+            Some((f, is_async)) => {
+                let kind = if is_async { Kind::Async } else { Kind::Sync };
+                tool.to_model_output(Arc::new(PyHandler::new(f, kind)))
+            }
+            None => tool,
         };
         self.inner.register(tool).map_err(|e| e.into_py_err(py))
     }

@@ -63,6 +63,17 @@ impl PyCallResult {
         serde_json::to_string(&self.inner.envelope).unwrap_or_default()
     }
 
+    /// What the model sees in place of the data, when the tool's `to_model_output` hook or
+    /// its `model_output_max_chars` budget changed it; None otherwise (it sees the data).
+    #[getter]
+    fn model_output<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner
+            .model_output
+            .as_deref()
+            .map(|v| convert::to_py(py, v))
+            .transpose()
+    }
+
     /// Whether the envelope is `ok: true`.
     #[getter]
     fn ok(&self) -> bool {

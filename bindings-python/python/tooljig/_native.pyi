@@ -89,6 +89,7 @@ class Engine:
         spec: Mapping[str, Any],
         invoke: Callable[[dict[str, Any], ToolContext], Any] | None,
         is_async: bool,
+        present: tuple[Callable[[Any, ToolContext], Any], bool] | None = None,
     ) -> None: ...
     def specs(self) -> list[dict[str, Any]]: ...
     def serve_mcp_http(
@@ -157,6 +158,10 @@ class CallResult:
         """What the model sees, as a plain dict ready for ``json.dumps``."""
     def envelope_json(self) -> str:
         """The envelope as compact JSON: the same bytes in Rust, Python and Node."""
+    @property
+    def model_output(self) -> Any:
+        """What the model sees in place of the data when the tool's ``to_model_output`` or
+        budget changed it; None otherwise."""
     @property
     def ok(self) -> bool: ...
     @property

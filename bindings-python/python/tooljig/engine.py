@@ -21,7 +21,7 @@ from tooljig.audit import AuditLog, JsonlAudit, MemoryAudit, PostgresAudit, Sqli
 from tooljig.calls import Call
 from tooljig.durable import DurableRuns, MemoryStore, PostgresStore, RedisStore, SqliteStore, StateStore
 from tooljig.mcp import McpEndpoints
-from tooljig.errors import InvalidInputError
+from tooljig.errors import InvalidInputError, InvalidPolicyError
 from tooljig.policy import Retry
 from tooljig.schema import from_function, invoker_for_schema, is_async_callable, output_schema_of
 
@@ -230,6 +230,7 @@ class Engine(DurableRuns, McpEndpoints):
         after: Iterable[str] | None = None,
         max_output_bytes: int | None = None,
         on_output_too_large: str | None = None,
+        to_model_output: Callable[..., Any] | None = None,
         **policy: Any,
     ) -> Callable[[F], F]: ...
 
@@ -246,6 +247,7 @@ class Engine(DurableRuns, McpEndpoints):
         after: Iterable[str] | None = None,
         max_output_bytes: int | None = None,
         on_output_too_large: str | None = None,
+        to_model_output: Callable[..., Any] | None = None,
         **policy: Any,
     ) -> F | Callable[[F], F]:
         """Registers a typed function as a tool; use bare (``@engine.tool``) or with options.
@@ -254,7 +256,9 @@ class Engine(DurableRuns, McpEndpoints):
         parameter annotated ``ToolContext`` is injected. Policy is keyword arguments:
         ``timeout_ms`` (per attempt; default 30 s, ``None`` for none), ``retry``, ``after`` (tool names this one runs after in a batch),
         ``max_output_bytes``, ``on_output_too_large`` (``"truncate"`` or ``"error"``), and
-        any other policy field the core knows. The function is returned unchanged.
+        any other policy field the core knows. ``to_model_output(data)`` (or ``(data, ctx)``;
+        may be async) turns the tool's data into what the model reads, the app still getting
+        the data (docs/tools.md). The function is returned unchanged.
         """
         options = _policy(timeout_ms, retry, after, max_output_bytes, on_output_too_large, policy)
 
@@ -268,6 +272,7 @@ class Engine(DurableRuns, McpEndpoints):
                 tool.is_async,
                 output_schema,
                 options,
+                to_model_output,
             )
             return f
 
@@ -281,6 +286,7 @@ class Engine(DurableRuns, McpEndpoints):
         handler: Callable[..., Any] | None,
         *,
         output_schema: Mapping[str, Any] | bool | type | None = None,
+        to_model_output: Callable[..., Any] | None = None,
         **policy: Any,
     ) -> None:
         """Registers a tool with a raw JSON Schema (draft 2020-12 or draft 7).
@@ -300,18 +306,25 @@ class Engine(DurableRuns, McpEndpoints):
             if input_schema is None or isinstance(input_schema, bool)
             else dict(input_schema)
         )
-        self._register(name, description, schema, invoke, is_async, output_schema, options)
+        self._register(
+            name, description, schema, invoke, is_async, output_schema, options, to_model_output
+        )
 
     def register_spec(
-        self, spec: Mapping[str, Any], handler: Callable[..., Any] | None = None
+        self,
+        spec: Mapping[str, Any],
+        handler: Callable[..., Any] | None = None,
+        *,
+        to_model_output: Callable[..., Any] | None = None,
     ) -> None:
         """Registers a tool from its spec as data (``name``, ``description``,
         ``input_schema``, ``output_schema``, ``policy``, ``original_name``), as
-        :meth:`specs` exports it and :func:`tooljig.import_tools` makes it. ``handler`` as
-        for :meth:`register`; without one, the tool is client-side."""
+        :meth:`specs` exports it and :func:`tooljig.import_tools` makes it. ``handler`` and
+        ``to_model_output`` as for :meth:`register`; without a handler, the tool is
+        client-side."""
         invoke = invoker_for_schema(handler) if handler is not None else None
         is_async = handler is not None and is_async_callable(handler)
-        self._native.register(dict(spec), invoke, is_async)
+        self._native.register(dict(spec), invoke, is_async, _presenter(to_model_output))
 
     def _register(
         self,
@@ -322,6 +335,7 @@ class Engine(DurableRuns, McpEndpoints):
         is_async: bool,
         output_schema: Mapping[str, Any] | bool | type | None,
         policy: dict[str, Any],
+        to_model_output: Callable[..., Any] | None = None,
     ) -> None:
         spec: dict[str, Any] = {"name": name, "description": description, "policy": policy}
         if input_schema is not None:
@@ -329,7 +343,7 @@ class Engine(DurableRuns, McpEndpoints):
         out = output_schema_of(output_schema)
         if out is not None:
             spec["output_schema"] = out
-        self._native.register(spec, invoke, is_async)
+        self._native.register(spec, invoke, is_async, _presenter(to_model_output))
 
     def specs(self) -> list[dict[str, Any]]:
         """Provider-neutral specs of every tool, in registration order: ``name``,
@@ -453,6 +467,17 @@ def _app_callable(what: str, f: Callable[..., Any]) -> tuple[Callable[..., Any],
     if not callable(f):
         raise InvalidInputError(f"invalid {what}: expected a function, not {f!r}")
     return f, is_async_callable(f)
+
+
+def _presenter(to_model_output: Callable[..., Any] | None) -> tuple[Any, bool] | None:
+    """A ``to_model_output`` hook as the native layer takes it: its invoker and whether it is
+    async. It is called like a handler, with the tool's data (and the context, if it takes
+    two parameters)."""
+    if to_model_output is None:
+        return None
+    if not callable(to_model_output):
+        raise InvalidPolicyError(f"to_model_output must be a function, not {to_model_output!r}")
+    return (invoker_for_schema(to_model_output), is_async_callable(to_model_output))
 
 
 def _policy(
