@@ -50,6 +50,35 @@ impl Engine {
         self.registry.register(tool)
     }
 
+    /// Registers one tool per operation of an OpenAPI 3.0 or 3.1 document, each calling the
+    /// described endpoint (`import::openapi`; docs/tools.md). Operations that cannot be
+    /// carried, or whose tool registration refuses, are reported as skipped; a document that
+    /// is not OpenAPI 3, or has no absolute address, is refused whole.
+    #[cfg(feature = "http")]
+    pub fn register_openapi(
+        &self,
+        doc: &serde_json::Value,
+        options: &crate::import::openapi::OpenApiOptions,
+    ) -> Result<crate::import::openapi::OpenApiReport, crate::import::ImportError> {
+        use crate::import::openapi::{OpenApiReport, Skipped, import_openapi};
+        let imported = import_openapi(doc, options)?;
+        let mut report = OpenApiReport {
+            registered: Vec::new(),
+            skipped: imported.skipped,
+        };
+        for (operation, tool) in imported.tools {
+            let name = tool.spec.name.clone();
+            match self.register(tool) {
+                Ok(()) => report.registered.push(name),
+                Err(e) => report.skipped.push(Skipped {
+                    operation,
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        Ok(report)
+    }
+
     /// The registry.
     pub fn registry(&self) -> &Registry {
         &self.registry

@@ -10,6 +10,8 @@
 
 pub mod bfcl;
 pub mod openai;
+#[cfg(feature = "http")]
+pub mod openapi;
 
 use crate::spec::{ToolSpec, check_name, provider_safe_name};
 use serde_json::Value;
