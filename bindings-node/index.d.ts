@@ -78,6 +78,8 @@ export declare class NativeEngine {
    * its `toModelOutput` hook, if any. Returns the problem when the registration is refused.
    */
   register(spec: any, handler?: number | undefined | null, present?: number | undefined | null): RegistrationProblem | null
+  /** Registers one tool per operation of an OpenAPI document; returns the report. */
+  registerOpenApi(doc: any, options: any): any
   /**
    * The specs of every tool, in registration order (camelCase keys; schemas untouched).
    * With a caller: only the tools that caller may use, hidden parameters removed from their

@@ -46,6 +46,36 @@ export class Engine {
         name: string;
     }, execute?: Execute<any, unknown>): this;
     /**
+     * Registers one tool per operation of an OpenAPI 3.0 or 3.1 `document` (parsed JSON or
+     * YAML), each calling the described endpoint (docs/tools.md). `baseUrl` overrides the
+     * document's server; `prefix` goes before every name; `include` keeps only these operation
+     * ids; `credentials` (`{attribute: 'githubToken', header: 'Authorization', scheme: 'Bearer'}`)
+     * names the caller attribute holding the secret, never an argument the model writes;
+     * `headers` go with every request; `policy` applies to every tool. Throws a TypeError for a
+     * document that is not OpenAPI 3 or has no absolute address.
+     * @param {object} document
+     * @param {{baseUrl?: string, prefix?: string, include?: string[], credentials?: {attribute: string, header?: string, scheme?: string}, headers?: Record<string, string>, policy?: Policy}} [options]
+     * @returns {{registered: string[], skipped: {operation: string, reason: string}[]}}
+     */
+    registerOpenApi(document: object, options?: {
+        baseUrl?: string;
+        prefix?: string;
+        include?: string[];
+        credentials?: {
+            attribute: string;
+            header?: string;
+            scheme?: string;
+        };
+        headers?: Record<string, string>;
+        policy?: Policy;
+    }): {
+        registered: string[];
+        skipped: {
+            operation: string;
+            reason: string;
+        }[];
+    };
+    /**
      * Provider-neutral specs of every tool, in registration order. With a caller: only the
      * tools that caller may use, hidden parameters removed (what to hand the model).
      * @param {Caller} [caller]

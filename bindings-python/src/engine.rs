@@ -255,6 +255,17 @@ impl PyEngine {
         convert::to_py(py, &serde_json::to_value(specs).unwrap_or(Value::Null))
     }
 
+    /// Registers one tool per operation of an OpenAPI document (`options` as
+    /// `OpenApiOptions` reads them); returns the report (`registered`, `skipped`).
+    fn register_openapi<'py>(
+        &self,
+        py: Python<'py>,
+        document: &Bound<'py, PyAny>,
+        options: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::imports::register_openapi(py, &self.inner, document, options)
+    }
+
     /// Registers the `search_tools` tool (`Engine::tool_search`).
     fn enable_tool_search(&self, py: Python<'_>) -> PyResult<()> {
         self.inner

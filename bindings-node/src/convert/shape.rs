@@ -15,6 +15,15 @@ pub type Shape = &'static [&'static str];
 pub const CALLER: Shape = &[""];
 /// The options of `importTools` (`format`, `category`, `closeObjects`).
 pub const IMPORT_OPTIONS: Shape = &[""];
+/// The options of `registerOpenApi` (`headers` are data; `policy` as a spec's).
+pub const OPENAPI_OPTIONS: Shape = &[
+    "",
+    "credentials",
+    "policy",
+    "policy/retry",
+    "policy/approval",
+    "policy/idempotency",
+];
 /// Batch options.
 pub const BATCH_OPTIONS: Shape = &[""];
 /// An audit query, an audit record, the chain's verification report.

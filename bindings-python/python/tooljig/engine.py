@@ -345,6 +345,38 @@ class Engine(DurableRuns, McpEndpoints):
             spec["output_schema"] = out
         self._native.register(spec, invoke, is_async, _presenter(to_model_output))
 
+    def register_openapi(
+        self,
+        document: Mapping[str, Any],
+        *,
+        base_url: str | None = None,
+        prefix: str = "",
+        include: Iterable[str] | None = None,
+        credentials: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        policy: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Registers one tool per operation of an OpenAPI 3.0 or 3.1 ``document`` (parsed
+        JSON or YAML), each calling the described endpoint (docs/tools.md). ``base_url``
+        overrides the document's server; ``prefix`` goes before every name; ``include`` keeps
+        only these operation ids; ``credentials`` (``{"attribute": "github_token", "header":
+        "Authorization", "scheme": "Bearer"}``) says which caller attribute holds the secret,
+        never an argument the model writes; ``headers`` go with every request; ``policy``
+        applies to every tool. Returns ``{"registered": [names], "skipped": [{"operation",
+        "reason"}]}``. Raises :class:`InvalidInputError` for a document that is not OpenAPI 3
+        or has no absolute address."""
+        options: dict[str, Any] = {"prefix": prefix, "headers": dict(headers or {})}
+        if base_url is not None:
+            options["base_url"] = base_url
+        if include is not None:
+            options["include"] = [include] if isinstance(include, str) else list(include)
+        if credentials is not None:
+            options["credentials"] = dict(credentials)
+        if policy is not None:
+            options["policy"] = dict(policy)
+        report: dict[str, Any] = self._native.register_openapi(document, options)
+        return report
+
     def specs(self) -> list[dict[str, Any]]:
         """Provider-neutral specs of every tool, in registration order: ``name``,
         ``description``, ``input_schema``, ``output_schema`` (when set) and ``policy``."""

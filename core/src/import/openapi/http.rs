@@ -186,10 +186,13 @@ impl Endpoint {
                     .with("reason", "missing_credentials"),
                 ));
             };
-            let scheme = match (&c.scheme, c.header.eq_ignore_ascii_case("authorization")) {
+            let scheme = match (
+                c.scheme.as_deref(),
+                c.header.eq_ignore_ascii_case("authorization"),
+            ) {
+                (Some(""), _) | (None, false) => String::new(),
                 (Some(s), _) => format!("{s} "),
                 (None, true) => "Bearer ".into(),
-                (None, false) => String::new(),
             };
             request = request.header(c.header.as_str(), format!("{scheme}{secret}"));
         }

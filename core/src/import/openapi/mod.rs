@@ -91,15 +91,14 @@ pub fn import_openapi(doc: &Value, options: &OpenApiOptions) -> Result<OpenApiTo
             ),
         ));
     }
-    let dialect = schema::Dialect::of(version);
     let base = http::base_url(doc, options.base_url.as_deref())?;
     let client = http::client()?;
-    let Some(paths) = doc.get("paths").and_then(Value::as_object) else {
-        return Err(ImportError::at(
-            "/paths",
-            "the document has no `paths` object",
-        ));
-    };
+    // 3.1 allows a document of webhooks or components alone: nothing to call.
+    let empty = Map::new();
+    let paths = doc
+        .get("paths")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
     let mut out = OpenApiTools::default();
     let mut specs = Vec::new();
     let mut endpoints = Vec::new();
@@ -120,7 +119,7 @@ pub fn import_openapi(doc: &Value, options: &OpenApiOptions) -> Result<OpenApiTo
             if !wanted {
                 continue;
             }
-            match operation_tool(doc, dialect, item, op, method, options) {
+            match operation_tool(doc, item, op, method, options) {
                 Ok((input, params, body)) => {
                     let mut spec =
                         spec_for(format!("{}{name}", options.prefix), describe(op), input);
@@ -163,7 +162,6 @@ pub fn import_openapi(doc: &Value, options: &OpenApiOptions) -> Result<OpenApiTo
 /// The input schema of one operation, its parameters, and whether it takes a JSON body.
 fn operation_tool(
     doc: &Value,
-    dialect: schema::Dialect,
     item: &Value,
     op: &Value,
     method: &str,
@@ -215,7 +213,7 @@ fn operation_tool(
             .or_else(|| p.pointer("/content/application~1json/schema"))
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let mut s = schema::convert(doc, dialect, &raw, &mut defs)?;
+        let mut s = schema::convert(doc, &raw, &mut defs)?;
         if let (Some(text), Value::Object(o)) = (p.get("description"), &mut s) {
             o.entry("description").or_insert_with(|| text.clone());
         }
@@ -247,10 +245,7 @@ fn operation_tool(
                 if properties.contains_key("body") {
                     return Err("a parameter is named `body`, which the request body takes".into());
                 }
-                properties.insert(
-                    "body".into(),
-                    schema::convert(doc, dialect, &raw, &mut defs)?,
-                );
+                properties.insert("body".into(), schema::convert(doc, &raw, &mut defs)?);
                 if rb.get("required") == Some(&Value::Bool(true)) {
                     required.push(json!("body"));
                 }

@@ -1,39 +1,21 @@
 //! An OpenAPI schema object as the JSON Schema the engine compiles: component references
-//! become `$defs` of the tool (only those it reaches), and 3.0's dialect is rewritten.
+//! become `$defs` of the tool (only those it reaches), and 3.0's dialect is rewritten (in
+//! 3.1 documents too, where published specs still write it: `nullable` means nothing to
+//! 2020-12 and a boolean `exclusiveMinimum` does not compile, so the rewrite is safe).
 
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-
-/// Which schema dialect the document writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Dialect {
-    /// OpenAPI 3.0: an extended subset of draft 4 (`nullable`, boolean exclusive bounds).
-    V30,
-    /// OpenAPI 3.1: JSON Schema 2020-12 as is.
-    V31,
-}
-
-impl Dialect {
-    pub(super) fn of(version: &str) -> Self {
-        if version.starts_with("3.0") {
-            Dialect::V30
-        } else {
-            Dialect::V31
-        }
-    }
-}
 
 const COMPONENTS: &str = "#/components/schemas/";
 
 /// `raw` rewritten; the component schemas it reaches are added to `defs` (rewritten too).
 pub(super) fn convert(
     doc: &Value,
-    dialect: Dialect,
     raw: &Value,
     defs: &mut BTreeMap<String, Value>,
 ) -> Result<Value, String> {
     let mut pending = Vec::new();
-    let out = rewrite(raw, dialect, &mut pending);
+    let out = rewrite(raw, &mut pending);
     while let Some(name) = pending.pop() {
         if defs.contains_key(&name) {
             continue;
@@ -46,13 +28,13 @@ pub(super) fn convert(
         };
         // Placed before its own references are walked, so a recursive schema ends.
         defs.insert(name.clone(), Value::Null);
-        let converted = rewrite(component, dialect, &mut pending);
+        let converted = rewrite(component, &mut pending);
         defs.insert(name, converted);
     }
     Ok(out)
 }
 
-fn rewrite(value: &Value, dialect: Dialect, refs: &mut Vec<String>) -> Value {
+fn rewrite(value: &Value, refs: &mut Vec<String>) -> Value {
     match value {
         Value::Object(o) => {
             let mut out = Map::with_capacity(o.len());
@@ -76,25 +58,21 @@ fn rewrite(value: &Value, dialect: Dialect, refs: &mut Vec<String>) -> Value {
                         out.insert(k.clone(), v.clone());
                     }
                     _ => {
-                        out.insert(k.clone(), rewrite(v, dialect, refs));
+                        out.insert(k.clone(), rewrite(v, refs));
                     }
                 }
             }
-            if dialect == Dialect::V30 {
-                dialect_30(&mut out);
-            }
+            openapi_dialect(&mut out);
             Value::Object(out)
         }
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| rewrite(v, dialect, refs)).collect())
-        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| rewrite(v, refs)).collect()),
         other => other.clone(),
     }
 }
 
 /// 3.0's keywords in 2020-12's spelling: `nullable: true` adds `null` to `type`, and boolean
 /// `exclusiveMinimum` / `exclusiveMaximum` take the bound's number.
-fn dialect_30(o: &mut Map<String, Value>) {
+fn openapi_dialect(o: &mut Map<String, Value>) {
     if o.remove("nullable") == Some(Value::Bool(true)) {
         match o.get_mut("type") {
             Some(Value::String(t)) => {
@@ -162,7 +140,6 @@ mod tests {
         let mut defs = BTreeMap::new();
         let out = convert(
             &doc,
-            Dialect::V30,
             &json!({"$ref": "#/components/schemas/Pet"}),
             &mut defs,
         )
@@ -179,7 +156,6 @@ mod tests {
         assert_eq!(defs["Tag"]["enum"], json!(["a", "b", null]));
         let missing = convert(
             &doc,
-            Dialect::V31,
             &json!({"$ref": "#/components/schemas/Nope"}),
             &mut defs,
         );
