@@ -354,6 +354,14 @@ export declare class NativeUiMessageStream {
 }
 export type JsUiMessageStream = NativeUiMessageStream
 
+/** Spans being exported to an OTLP collector. */
+export declare class TraceExport {
+  /** Sends every span ended so far; blocks until the collector has them. */
+  flush(): void
+  /** Flushes and stops exporting. */
+  shutdown(): void
+}
+
 /** `"release"` or `"debug"`: how the addon was compiled (benchmarks refuse debug builds). */
 export declare function buildProfile(): string
 
@@ -373,6 +381,9 @@ export interface ErrorCodeInfo {
 
 /** Every error code of the core, in declaration order, with its default retryability. */
 export declare function errorCodes(): Array<ErrorCodeInfo>
+
+/** Starts exporting spans over OTLP: `{endpoint, protocol?, serviceName?, headers?}`. */
+export declare function exportTraces(options: any): TraceExport
 
 /**
  * The idempotency key of a call from its parts: the core's

@@ -4,6 +4,7 @@ export { importTools } from "./imports.mjs";
 export { InboxServer } from "./inbox.mjs";
 export { tool } from "./tool.mjs";
 export { ToolContext } from "./context.mjs";
+export { exportTraces } from "./otel.mjs";
 export type ErrorCode = import("./types.mjs").ErrorCode;
 export type EnvelopeError = import("./types.mjs").EnvelopeError;
 export type Envelope<T = unknown> = import("./types.mjs").Envelope<T>;

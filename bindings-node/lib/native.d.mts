@@ -8,4 +8,5 @@ export const buildProfile: typeof native.buildProfile;
 export const idempotencyKey: typeof native.idempotencyKey;
 export const cli: typeof native.cli;
 export const nativeImportTools: typeof native.importTools;
+export const nativeExportTraces: typeof native.exportTraces;
 import native from '../index.js';

@@ -138,6 +138,8 @@ export interface RunOptions {
   signal?: AbortSignal
   /** Once a call fails no further call starts, and completed calls are compensated. */
   atomic?: boolean
+  /** W3C Trace Context of the app's request: the batch's span is its child (`exportTraces`). */
+  traceparent?: string
   [option: string]: unknown
 }
 

@@ -44,9 +44,11 @@ mod handler;
 mod imports;
 // Re-exported: napi registers it, and nothing in Rust calls it (a private item would be dead code).
 pub use imports::import_tools;
+pub use otel::{TraceExport, export_traces};
 mod inbox;
 mod mcp;
 mod model;
+mod otel;
 mod outcome;
 mod providers;
 mod seams;

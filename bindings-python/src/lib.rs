@@ -26,6 +26,7 @@ pub mod imports;
 pub mod inbox;
 pub mod mcp;
 pub mod model;
+pub mod otel;
 pub mod outcome;
 pub mod providers;
 pub mod results;
@@ -84,6 +85,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     model::callable::register(m)?;
     providers::register(m)?;
     imports::register(m)?;
+    otel::register(m)?;
     stream::register(m)?;
     m.add("ERROR_CODES", error_codes())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

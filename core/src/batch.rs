@@ -38,6 +38,11 @@ pub struct BatchOptions {
     /// completed are compensated (see `docs/durable-runs.md`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub atomic: bool,
+    /// The W3C Trace Context of the app's request (`00-<trace id>-<span id>-<flags>`): the
+    /// batch's span becomes its child, in the first pass and in every resume (the run keeps
+    /// it). See `spans.rs`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     /// Set on a batch a handler asked for through [`crate::ToolContext::tools`]: the call it
     /// comes from and what it may call.
     #[serde(skip)]

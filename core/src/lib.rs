@@ -50,6 +50,8 @@ pub mod job;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model_output;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod output;
 pub mod plan;
 #[cfg(feature = "postgres")]
@@ -60,6 +62,7 @@ mod redis;
 pub mod registry;
 pub mod schema;
 pub mod seal;
+pub(crate) mod spans;
 mod sqlite;
 
 // Beyond one batch: provider formats, streams, the agent loop, importers.

@@ -28,6 +28,7 @@ from tooljig.durable import MemoryStore, PostgresStore, RedisStore, SqliteStore
 from tooljig.engine import Engine, EventStream
 from tooljig.imports import import_tools
 from tooljig.mcp import McpClient, McpServer
+from tooljig.otel import TraceExport, export_traces
 from tooljig.errors import (
     Accepted,
     DuplicateToolError,
@@ -93,9 +94,11 @@ __all__ = [
     "SqliteStore",
     "ToolContext",
     "ToolError",
+    "TraceExport",
     "TooljigError",
     "UnsupportedTypeError",
     "__version__",
+    "export_traces",
     "import_tools",
 ]
 

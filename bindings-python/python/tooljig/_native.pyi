@@ -29,9 +29,11 @@ __all__ = [
     "Model",
     "Provider",
     "StreamParser",
+    "TraceExport",
     "UI_MESSAGE_STREAM_HEADERS",
     "UiMessageStream",
     "drop_strict_nulls",
+    "export_traces",
     "format_results",
     "into_batch",
     "parse_stream",
@@ -115,6 +117,13 @@ class Engine:
         options: dict[str, Any] | None = None,
         events: bool = False,
     ) -> Batch: ...
+
+@final
+class TraceExport:
+    def flush(self) -> None: ...
+    def shutdown(self) -> None: ...
+
+def export_traces(options: Mapping[str, Any]) -> TraceExport: ...
 
 @final
 class InboxServer:

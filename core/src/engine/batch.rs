@@ -20,6 +20,7 @@ use crate::handler::HostData;
 use crate::job::Job;
 use crate::plan::{Entry, Node, Plan, substitute_refs};
 use crate::registry::Snapshot;
+use crate::spans;
 use crate::tool_calls::{Door, NestedSender, ParentCall};
 use futures::FutureExt;
 use serde_json::Value;
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// A call's task ends with its index and what it produced; `None` when tooljig's own steps
 /// panicked.
@@ -53,6 +55,9 @@ struct Slot {
     dependency_failed: Option<usize>,
     result: Option<CallResult>,
 }
+
+/// The future of a batch's only call, run by the driver itself (see [`launch`]).
+type Solo = Pin<Box<dyn Future<Output = Ran> + Send>>;
 
 pub(crate) struct Batch {
     slots: Vec<Slot>,
@@ -81,6 +86,8 @@ pub(crate) struct Batch {
     door: Option<Arc<Door>>,
     /// The call whose handler asked for this batch, when it is nested.
     parent: Option<Box<ParentCall>>,
+    /// Its span, the parent of its calls' (`spans.rs`).
+    span: tracing::Span,
 }
 
 impl Batch {
@@ -175,7 +182,9 @@ impl Batch {
                 deadline: deadline.map(|d| start + d),
             })
         });
+        let span = spans::batch(&pass.run_id, slots.len(), options.traceparent.as_deref());
         let mut batch = Batch {
+            span,
             door,
             parent: options.lineage.map(|l| Box::new(l.parent().clone())),
             slots,
@@ -460,9 +469,7 @@ impl Batch {
             }
         };
         tokio::pin!(expired);
-        // A batch of one call runs it in this task: a spawn would hand it to another worker
-        // thread and its result back, which was most of what a one-call batch cost.
-        let mut solo: Option<Pin<Box<dyn Future<Output = Ran> + Send>>> = None;
+        let mut solo: Option<Solo> = None;
         let ended = loop {
             while running.len() + usize::from(solo.is_some()) < self.concurrency {
                 let Some(i) = self.ready.pop_front() else {
@@ -471,18 +478,28 @@ impl Batch {
                 if let Some((job, durable)) = self.prepare(i) {
                     in_flight[i] = true;
                     let guards = self.guards.clone();
-                    let call = async move {
-                        // Boxed: the call's future is over 2 KB, and a task is moved several
-                        // times on its way into the runtime; a pointer moves for less. Handler
-                        // panics are caught deeper; this catches a panic of tooljig's own steps
-                        // so it ends this call alone, as `internal_error`.
-                        let call = Box::pin(run_audited(job, guards, durable));
-                        (i, AssertUnwindSafe(call).catch_unwind().await.ok())
-                    };
-                    if total == 1 {
-                        solo = Some(Box::pin(call));
+                    // Handler panics are caught deeper; this catches a panic of tooljig's own
+                    // steps so it ends this call alone, as `internal_error`. Boxed: the call's
+                    // future is over 2 KB, and a task is moved several times on its way into
+                    // the runtime; a pointer moves for less.
+                    if self.span.is_disabled() {
+                        let call = async move {
+                            let call = Box::pin(run_audited(job, guards, durable));
+                            (i, AssertUnwindSafe(call).catch_unwind().await.ok())
+                        };
+                        launch(call, total, &mut solo, &mut running);
                     } else {
-                        running.spawn(call);
+                        // Traced: the same, in the call's span, which records how it ended.
+                        let span = spans::call(&self.span, &job.id, &job.tool.spec.name);
+                        let call = async move {
+                            let call = run_audited(job, guards, durable).instrument(span.clone());
+                            let ran = AssertUnwindSafe(Box::pin(call)).catch_unwind().await.ok();
+                            if let Some((result, _)) = &ran {
+                                spans::finish(&span, result);
+                            }
+                            (i, ran)
+                        };
+                        launch(call, total, &mut solo, &mut running);
                     }
                 }
             }
@@ -578,5 +595,19 @@ impl Batch {
             run_id: None,
             rollback: None,
         }
+    }
+}
+
+/// A call's task: run in the driver's own task when it is the batch's only call (a spawn
+/// would hand it to another worker thread and its result back, most of what a one-call batch
+/// cost), else spawned.
+fn launch<F>(call: F, total: usize, solo: &mut Option<Solo>, running: &mut JoinSet<Ran>)
+where
+    F: Future<Output = Ran> + Send + 'static,
+{
+    if total == 1 {
+        *solo = Some(Box::pin(call));
+    } else {
+        running.spawn(call);
     }
 }

@@ -269,6 +269,8 @@ impl Engine {
         options.cancel = live.cancel;
         options.events = live.events;
         options.host = live.host;
+        // The run's own trace when it has one, else the resumer's.
+        options.traceparent = options.traceparent.or(live.traceparent);
         let (calls, caller) = (record.calls.clone(), record.caller.clone());
         let tools = self.registry.snapshot();
         let pass_batch = |door| {
