@@ -181,16 +181,6 @@ export class AgentState {
     get counters(): RunCounters;
     #private;
 }
-/**
- * Planner → executor → responder over an engine's tools, until the model answers in text or
- * a limit ends the run (always with an answer). `options`: `{responder, system, limits:
- * {maxSteps, maxToolCallsPerStep, maxToolCallsPerRun, deadlineMs, tokenBudget,
- * batchDeadlineMs}, mode: 'act_first' | 'talk_first' | 'auto', responderTools, protocol:
- * 'native' | {json: {shape, dependencies, reasoning, maxCalls}}, maxTokens, temperature,
- * concurrency, offerTools}` (`offerTools`: at most this many tools a turn, the best matches
- * of the user's latest message plus `search_tools`). The responder may also be the third
- * argument.
- */
 export class Agent {
     /**
      * @param {Engine} engine

@@ -4,7 +4,7 @@
 // (`for await`) for their events.
 import native from '../index.js'
 import { Dispatcher } from './dispatch.mjs'
-import { nativeEngine } from './engine.mjs'
+import { appFunction, nativeEngine } from './engine.mjs'
 import { ToolError } from './errors.mjs'
 import { callResults } from './providers.mjs'
 /** @import { AgentOptions, AgentRunOptions, BreakerStatus, Message, ModelErrorKind, ModelFunction, ModelRequest, ResultInput, RunCounters, RunStatus, TurnInput } from './types.mjs' */
@@ -288,9 +288,12 @@ export class AgentState {
 /** The events of one run (`for await`) and its outcome (`await run`, or `run.outcome`). */
 class AgentRun {
   #native
+  /** Keeps the agent (and the selector its engine calls) alive while the run goes on. */
+  #agent
 
-  constructor(nativeRun, state) {
+  constructor(nativeRun, state, agent) {
     this.#native = nativeRun
+    this.#agent = agent
     this.outcome = nativeRun.result().then((text) => {
       const done = JSON.parse(text)
       if (done.error) {
@@ -329,10 +332,15 @@ function runOptions(options) {
  * {maxSteps, maxToolCallsPerStep, maxToolCallsPerRun, deadlineMs, tokenBudget,
  * batchDeadlineMs}, mode: 'act_first' | 'talk_first' | 'auto', responderTools, protocol:
  * 'native' | {json: {shape, dependencies, reasoning, maxCalls}}, maxTokens, temperature,
- * concurrency, offerTools}` (`offerTools`: at most this many tools a turn, the best matches
- * of the user's latest message plus `search_tools`). The responder may also be the third
- * argument.
+ * concurrency, offerTools, selectTools}` (`offerTools`: at most this many tools a turn, the
+ * best matches of the user's latest message plus `search_tools`; `selectTools(message, tools)`,
+ * may be async: the names of the tools a turn offers, picked from the specs the caller may
+ * use; names it makes up are ignored, and if it throws every candidate is offered). The
+ * responder may also be the third argument.
  */
+/** Frees an agent's selector from its engine's table once the agent is collected. */
+const selectors = new FinalizationRegistry((release) => release())
+
 export class Agent {
   #native
 
@@ -347,14 +355,21 @@ export class Agent {
       options = responder
       responder = options?.responder
     }
-    const { responder: _ignored, ...rest } = options ?? {}
+    const { responder: _ignored, selectTools, ...rest } = options ?? {}
     const nativeEng = nativeEngine(engine)
     if (!nativeEng) throw new TypeError('Agent needs a tooljig Engine')
-    this.#native = new NativeAgent(nativeEng, Model.native(model), responder ? Model.native(responder) : null, rest)
+    let selector = null
+    if (selectTools !== undefined) {
+      if (typeof selectTools !== 'function') throw new TypeError('selectTools must be a function')
+      const [index, release] = appFunction(engine, 'select_tools', (request) => selectTools(request.message, request.tools))
+      selectors.register(this, release)
+      selector = index
+    }
+    this.#native = new NativeAgent(nativeEng, Model.native(model), responder ? Model.native(responder) : null, rest, selector)
   }
 
   #start(action, state, input, options) {
-    return new AgentRun(this.#native.start(action, AgentState.text(state), input, runOptions(options)), state)
+    return new AgentRun(this.#native.start(action, AgentState.text(state), input, runOptions(options)), state, this)
   }
 
   /**

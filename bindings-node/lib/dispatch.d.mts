@@ -21,8 +21,12 @@ export class Dispatcher {
     flushQueued: boolean;
     /** The native engine to settle with; set right after it is built. */
     native: any;
+    /** Indexes of released entries, reused by `add`. */
+    free: any[];
     /** Adds a handler and returns its index (what the native engine calls it by). */
-    add(entry: any): number;
+    add(entry: any): any;
+    /** Frees an entry nothing native calls any more (an agent's selector, once the agent is gone). */
+    release(index: any): void;
     /** Called by the native engine with the drained queue (see `Drained` in Rust). */
     dispatch: (text: any) => void;
     /** Hands every settled outcome to the native engine in one call. */

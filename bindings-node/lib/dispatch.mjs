@@ -133,10 +133,24 @@ export class Dispatcher {
   /** The native engine to settle with; set right after it is built. */
   native = null
 
+  /** Indexes of released entries, reused by `add`. */
+  free = []
+
   /** Adds a handler and returns its index (what the native engine calls it by). */
   add(entry) {
-    this.handlers.push(entry)
-    return this.handlers.length - 1
+    const index = this.free.pop()
+    if (index === undefined) {
+      this.handlers.push(entry)
+      return this.handlers.length - 1
+    }
+    this.handlers[index] = entry
+    return index
+  }
+
+  /** Frees an entry nothing native calls any more (an agent's selector, once the agent is gone). */
+  release(index) {
+    this.handlers[index] = null
+    this.free.push(index)
   }
 
   /** Called by the native engine with the drained queue (see `Drained` in Rust). */

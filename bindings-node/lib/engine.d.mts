@@ -2,6 +2,11 @@
 /** The native half of an `Engine`, for the agent loop (`agent.mjs`); set in the class body. */
 export let nativeEngine: any;
 /**
+ * Adds app code the native engine calls like a handler (an agent's selector) to an engine's
+ * table: `[index, release]`; set in the class body.
+ */
+export let appFunction: any;
+/**
  * Runs tool calls: registers tools, then runs batches of calls in dependency order and in
  * parallel, each call ending as an envelope. Handlers run on this thread, orchestrated by Rust.
  */

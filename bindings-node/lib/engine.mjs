@@ -57,6 +57,12 @@ function outcomeText(outcome) {
 export let nativeEngine
 
 /**
+ * Adds app code the native engine calls like a handler (an agent's selector) to an engine's
+ * table: `[index, release]`; set in the class body.
+ */
+export let appFunction
+
+/**
  * Runs tool calls: registers tools, then runs batches of calls in dependency order and in
  * parallel, each call ending as an envelope. Handlers run on this thread, orchestrated by Rust.
  */
@@ -66,6 +72,11 @@ export class Engine {
 
   static {
     nativeEngine = (engine) => (engine instanceof Engine ? engine.#native : null)
+    appFunction = (engine, name, execute) => {
+      const dispatcher = engine.#dispatcher
+      const index = dispatcher.add({ name, execute, parse: null })
+      return [index, () => dispatcher.release(index)]
+    }
   }
 
   /**

@@ -717,6 +717,12 @@ export interface AgentOptions {
   concurrency?: number
   /** Offer at most this many tools a turn: the best matches of the user's latest message, plus `search_tools` when registered. */
   offerTools?: number
+  /**
+   * Picks the tools a turn offers: the user's latest message and the specs the caller may use
+   * (after `offerTools`) in, the names to offer out, in order. Names it makes up are ignored; if
+   * it throws, every candidate is offered.
+   */
+  selectTools?: (message: string, tools: ToolSpec[]) => string[] | Promise<string[]>
 }
 
 /** A run: its events (`for await`) and its outcome (`await run` or `run.outcome`). */

@@ -9,6 +9,7 @@ use crate::convert::neutral::{invalid, js, parse};
 use crate::convert::{keys, shape};
 use crate::engine::JsEngine;
 use crate::events::RunChannels;
+use crate::handler::JsHandler;
 use crate::model::JsModel;
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
@@ -41,12 +42,15 @@ impl JsAgent {
     /// `options`: `{system, limits: {maxSteps, maxToolCallsPerStep, maxToolCallsPerRun,
     /// deadlineMs, tokenBudget, batchDeadlineMs}, mode, responderTools, protocol, maxTokens,
     /// temperature, concurrency}`.
+    /// `selector` is the index, in the engine's JS table, of the app's pick of each turn's
+    /// tools (`selectTools`), called like a handler with `{message, tools}`.
     #[napi(constructor)]
     pub fn new(
         engine: &JsEngine,
         planner: &JsModel,
         responder: Option<&JsModel>,
         options: Option<Value>,
+        selector: Option<u32>,
     ) -> napi::Result<Self> {
         let options: AgentOptions = match options {
             None | Some(Value::Null) => AgentOptions::default(),
@@ -55,6 +59,9 @@ impl JsAgent {
         let mut agent = Agent::new(engine.core(), planner.client.clone()).options(options);
         if let Some(r) = responder {
             agent = agent.responder(r.client.clone());
+        }
+        if let Some(index) = selector {
+            agent = agent.select_tools(Arc::new(JsHandler::new(engine.dispatcher(), index)));
         }
         Ok(JsAgent {
             agent: Arc::new(agent),

@@ -313,3 +313,23 @@ test('offerTools offers the best matches of the message and search_tools', async
   await new Agent(e, model, { offerTools: 1 }).run(new AgentState("What's the weather in Oslo?"))
   assert.deepEqual(offered[0], ['get_weather', 'search_tools'])
 })
+
+test('an async selector picks each turn’s tools; made-up names are ignored and a throwing one offers every candidate', async () => {
+  const engine = new Engine()
+  for (const name of ['get_weather', 'send_email', 'book_table']) engine.register(name, { description: `The ${name} tool.`, execute: (a) => a })
+  const asked = []
+  const selectTools = async (message, tools) => {
+    asked.push([message, tools.map((t) => t.name)])
+    if (message.includes('broken')) throw new Error('the selector broke')
+    return ['send_email', 'made_up', 'get_weather']
+  }
+  const model = new ScriptedModel(['Done.', 'Still done.'])
+  const agent = new Agent(engine, model, { selectTools })
+  await agent.run(new AgentState('Email Bob the forecast'))
+  await agent.run(new AgentState('this is broken'))
+  const offered = model.requests().map((r) => r.tools.map((t) => t.name))
+  assert.deepEqual(offered[0], ['send_email', 'get_weather'])
+  assert.deepEqual(offered[1], ['get_weather', 'send_email', 'book_table'])
+  assert.deepEqual(asked[0], ['Email Bob the forecast', ['get_weather', 'send_email', 'book_table']])
+  assert.throws(() => new Agent(engine, model, { selectTools: 'all' }), TypeError)
+})

@@ -58,6 +58,30 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
+    /// The context of app code that runs beside calls rather than as one (a hook called like
+    /// a handler): attempt 1, no app key, nobody listening to progress, no tools to call.
+    pub fn for_hook(
+        call_id: Arc<str>,
+        tool: Arc<str>,
+        caller: Arc<Caller>,
+        cancel: CancellationToken,
+        host: Option<HostData>,
+        run_id: Arc<str>,
+    ) -> Self {
+        ToolContext {
+            call_id,
+            tool,
+            attempt: 1,
+            caller,
+            cancel,
+            host,
+            run_id,
+            app_key: None,
+            progress: Default::default(),
+            tools: None,
+        }
+    }
+
     /// A key that is the same every time this call runs — a retry, a resume after a crash,
     /// another process — for the handler to hand to a downstream API that deduplicates on
     /// it (payment and email APIs do), so that running the call again has its effect once.

@@ -86,18 +86,14 @@ impl Presenter {
         data: Value,
     ) -> Result<Value, String> {
         let cancel = self.cancel.child_token();
-        let ctx = ToolContext {
-            call_id: Arc::from(result.call_id.as_str()),
-            tool: self.tool.name.clone(),
-            attempt: result.attempts.max(1),
-            caller: self.caller.clone(),
-            cancel: cancel.clone(),
-            host: self.host.clone(),
-            run_id: run_id.clone(),
-            app_key: None,
-            progress: Default::default(),
-            tools: None,
-        };
+        let ctx = ToolContext::for_hook(
+            Arc::from(result.call_id.as_str()),
+            self.tool.name.clone(),
+            self.caller.clone(),
+            cancel.clone(),
+            self.host.clone(),
+            run_id.clone(),
+        );
         let run: BoxFuture<HandlerResult> = hook.call(data, ctx);
         let run = AssertUnwindSafe(run).catch_unwind();
         let outcome = match self.tool.spec.policy.timeout_duration() {

@@ -7,7 +7,9 @@ mod corpora;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use tooljig::import::bfcl::{BfclOptions, from_bfcl_entry};
-use tooljig::{BatchOptions, Call, Caller, Engine, Tool, ToolSpec, handler_fn};
+use tooljig::{
+    BatchOptions, Call, Caller, Engine, HandlerError, Tool, ToolContext, ToolSpec, handler_fn,
+};
 
 fn tool(name: &str, description: &str, policy: Value) -> Tool {
     let spec = ToolSpec::from_value(json!({
@@ -222,4 +224,87 @@ async fn an_agent_offers_the_best_matches_and_search_tools() {
     agent.run(&mut state, &Caller::default(), None).await;
     let offered = offered.lock().unwrap().clone();
     assert_eq!(offered[0], ["get_weather", "search_tools"], "{offered:?}");
+}
+
+#[tokio::test]
+async fn an_app_selector_picks_the_tools_of_a_turn_and_cannot_widen_them() {
+    use std::sync::{Arc, Mutex};
+    use tooljig::agent::{Agent, AgentState, model_fn};
+    use tooljig::providers::ModelTurn;
+    let engine = Engine::new();
+    for (name, description) in [
+        ("get_weather", "Current weather."),
+        ("send_email", "Sends an email."),
+        ("book_table", "Books a restaurant table."),
+    ] {
+        engine.register(tool(name, description, json!({}))).unwrap();
+    }
+    let mut admin = ToolSpec::new(
+        "drop_tables",
+        "Drops every table.",
+        json!({"type": "object"}),
+    );
+    admin.policy.roles = vec!["admin".into()];
+    engine
+        .register(Tool::new(admin, handler_fn(|a, _| async move { Ok(a) })))
+        .unwrap();
+    let offered = Arc::new(Mutex::new(Vec::new()));
+    let seen = offered.clone();
+    let model = model_fn("m", move |request: tooljig::providers::ModelRequest, _| {
+        let names: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+        seen.lock().unwrap().push(names);
+        async { Ok(ModelTurn::text("Done.")) }
+    });
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let selector = handler_fn(move |request: serde_json::Value, ctx: ToolContext| {
+        let log = log.clone();
+        async move {
+            let names: Vec<String> = request["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect();
+            log.lock().unwrap().push((
+                request["message"].clone(),
+                names,
+                ctx.caller.principal.clone(),
+            ));
+            match request["message"].as_str() {
+                Some(m) if m.contains("fail") => Err(HandlerError::unexpected("selector broke")),
+                // Made-up and forbidden names are ignored; the order is the selector's.
+                _ => Ok(json!([
+                    "send_email",
+                    "drop_tables",
+                    "nope",
+                    "get_weather",
+                    "send_email"
+                ])),
+            }
+        }
+    });
+    let agent = Agent::new(Arc::new(engine), model).select_tools(selector);
+    let ana = Caller::principal("ana");
+    agent
+        .run(&mut AgentState::new("Email Bob the forecast"), &ana, None)
+        .await;
+    agent
+        .run(&mut AgentState::new("this will fail"), &ana, None)
+        .await;
+    let offered = offered.lock().unwrap().clone();
+    assert_eq!(offered[0], ["send_email", "get_weather"], "{offered:?}");
+    assert_eq!(
+        offered[1],
+        ["get_weather", "send_email", "book_table"],
+        "a failing selector leaves every candidate"
+    );
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked[0].0, json!("Email Bob the forecast"));
+    assert_eq!(
+        asked[0].1,
+        ["get_weather", "send_email", "book_table"],
+        "only what ana may use"
+    );
+    assert_eq!(asked[0].2.as_deref(), Some("ana"));
 }

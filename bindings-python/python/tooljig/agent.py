@@ -36,7 +36,7 @@ from tooljig import _native
 from tooljig._native import AgentState, Caller, Emit, Model
 from tooljig._native_stream import NativeEventStream
 from tooljig.engine import Engine
-from tooljig.errors import TooljigError
+from tooljig.errors import InvalidInputError, TooljigError
 from tooljig.schema import is_async_callable
 
 if TYPE_CHECKING:
@@ -286,8 +286,12 @@ class RunOutcome:
 class Agent:
     """Drives conversations over ``engine``'s tools with ``model`` as planner (and
     ``responder``, when given, for the passes after tools ran). ``options`` is an
-    :class:`AgentOptions` dict. Every method takes the :class:`AgentState` to advance; it is
-    updated in place when the call returns (a cancelled call leaves it as it was)."""
+    :class:`AgentOptions` dict. ``select_tools(message, tools)`` (may be async) picks the
+    tools a turn offers: it gets the user's latest message and the specs the caller may use
+    (after ``offer_tools``), and returns the names to offer, in order; names it makes up are
+    ignored, and if it fails every candidate is offered (docs/tools.md). Every method takes
+    the :class:`AgentState` to advance; it is updated in place when the call returns (a
+    cancelled call leaves it as it was)."""
 
     def __init__(
         self,
@@ -296,12 +300,20 @@ class Agent:
         *,
         responder: Model | None = None,
         options: AgentOptions | Mapping[str, Any] | None = None,
+        select_tools: Callable[[str, list[dict[str, Any]]], Any] | None = None,
     ) -> None:
+        selector = None
+        if select_tools is not None:
+            if not callable(select_tools):
+                raise InvalidInputError(f"select_tools must be a function, not {select_tools!r}")
+            pick = select_tools
+            selector = (lambda request, ctx: pick(request["message"], request["tools"]), is_async_callable(pick))
         self._native = _native.Agent(
             engine._native,
             model,
             responder=responder,
             options=dict(options) if options is not None else None,
+            select_tools=selector,
         )
 
     @property

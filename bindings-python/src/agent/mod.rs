@@ -17,6 +17,7 @@ use crate::agent::state::PyAgentState;
 use crate::caller::PyCaller;
 use crate::engine::PyEngine;
 use crate::error;
+use crate::handler::{Kind, PyHandler};
 use crate::host::{BatchHost, lock};
 use crate::model::PyModel;
 use crate::model::callable::RUN_HOST;
@@ -45,6 +46,8 @@ pub struct PyAgent {
     planner: Arc<dyn ModelClient>,
     responder: Option<Arc<dyn ModelClient>>,
     options: AgentOptions,
+    /// The app's pick of each turn's tools, run like a handler.
+    selector: Option<Arc<dyn tooljig::Handler>>,
 }
 
 #[pymethods]
@@ -52,14 +55,16 @@ impl PyAgent {
     /// An agent whose planner is `model`, over `engine`'s tools; `responder` answers after
     /// tools ran (e.g. a small planner, a larger responder); `options` is a dict of
     /// `AgentOptions` (`system`, `limits`, `mode`, `responder_tools`, `protocol`,
-    /// `max_tokens`, `temperature`, `concurrency`).
+    /// `max_tokens`, `temperature`, `concurrency`); `select_tools` is `(invoke, is_async)` of
+    /// the app's pick of each turn's tools, called like a handler with `{message, tools}`.
     #[new]
-    #[pyo3(signature = (engine, model, *, responder = None, options = None))]
+    #[pyo3(signature = (engine, model, *, responder = None, options = None, select_tools = None))]
     fn new(
         engine: &Bound<'_, PyEngine>,
         model: &Bound<'_, PyModel>,
         responder: Option<&Bound<'_, PyModel>>,
         options: Option<&Bound<'_, PyAny>>,
+        select_tools: Option<(Py<PyAny>, bool)>,
     ) -> PyResult<Self> {
         let options = match options.filter(|o| !o.is_none()) {
             Some(o) => read(o, "agent options")?,
@@ -70,6 +75,10 @@ impl PyAgent {
             planner: model.get().inner.clone(),
             responder: responder.map(|r| r.get().inner.clone()),
             options,
+            selector: select_tools.map(|(f, is_async)| {
+                let kind = if is_async { Kind::Async } else { Kind::Sync };
+                Arc::new(PyHandler::new(f, kind)) as Arc<dyn tooljig::Handler>
+            }),
         })
     }
 
@@ -159,6 +168,9 @@ impl PyAgent {
             .host(host.clone());
         if let Some(r) = &self.responder {
             agent = agent.responder(r.clone());
+        }
+        if let Some(s) = &self.selector {
+            agent = agent.select_tools(s.clone());
         }
         let guard = RunGuard::new(cell.clone(), host.clone());
         let back = shared.clone();

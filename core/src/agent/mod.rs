@@ -59,6 +59,7 @@ pub mod runner;
 pub mod scripted;
 pub mod state;
 mod suspension;
+mod tool_selection;
 pub mod wrap_up;
 
 pub use fallback::{BreakerState, BreakerStatus, FallbackChain};

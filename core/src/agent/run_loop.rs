@@ -21,7 +21,7 @@ impl Agent {
     /// goes round again until an answer, a question, a suspension or a limit.
     pub(super) async fn drive(&self, ctx: &mut Ctx<'_>) -> RunOutcome {
         // Only the tools this caller may use, hidden parameters removed.
-        let specs = self.offered(ctx);
+        let specs = self.offered(ctx).await;
         loop {
             if let Some(reason) = self.limit_reached(ctx) {
                 return wrap_up::final_answer(self, ctx, reason, &specs).await;
@@ -97,7 +97,9 @@ impl Agent {
             };
             if answer.turn.tool_calls.is_empty() {
                 ctx.emit(step_finish);
-                return self.answer(ctx, answer, planning, json_step, plan_ok).await;
+                return self
+                    .answer(ctx, answer, (planning, json_step, plan_ok), &specs)
+                    .await;
             }
             // The model's message, then the batch.
             ctx.state.messages.push(if json_step {
@@ -131,9 +133,8 @@ impl Agent {
         &self,
         ctx: &mut Ctx<'_>,
         answer: Answer,
-        planning: bool,
-        json_step: bool,
-        plan_ok: bool,
+        (planning, json_step, plan_ok): (bool, bool, bool),
+        offered: &[crate::spec::ToolSpec],
     ) -> RunOutcome {
         let refused = matches!(
             answer.turn.finish_reason,
@@ -153,7 +154,7 @@ impl Agent {
                 tools: if json_step {
                     Vec::new()
                 } else {
-                    self.offered(ctx)
+                    offered.to_vec()
                 },
                 tool_choice: ToolChoice::None,
                 system: self.options.system.clone(),

@@ -38,6 +38,8 @@ pub struct Agent {
     pub(super) responder: Option<Arc<dyn ModelClient>>,
     pub(super) options: AgentOptions,
     pub(super) host: Option<crate::handler::HostData>,
+    /// The app's pick of the tools offered each turn (`tool_selection.rs`).
+    pub(super) selector: Option<Arc<dyn crate::handler::Handler>>,
 }
 
 impl Agent {
@@ -49,6 +51,7 @@ impl Agent {
             responder: None,
             options: AgentOptions::default(),
             host: None,
+            selector: None,
         }
     }
 
@@ -63,6 +66,14 @@ impl Agent {
     /// larger responder).
     pub fn responder(mut self, model: Arc<dyn ModelClient>) -> Self {
         self.responder = Some(model);
+        self
+    }
+
+    /// Lets the app pick the tools offered each turn: `hook` is called like a handler with
+    /// `{"message": the user's latest message, "tools": [the specs it may offer]}` and returns
+    /// the names to offer, in order (see `tool_selection.rs`).
+    pub fn select_tools(mut self, hook: Arc<dyn crate::handler::Handler>) -> Self {
+        self.selector = Some(hook);
         self
     }
 
@@ -163,28 +174,6 @@ impl Agent {
 
     pub(crate) fn engine_specs(&self, caller: &Caller) -> Vec<crate::spec::ToolSpec> {
         self.engine.specs_for(caller)
-    }
-
-    /// The tools offered this turn: every tool the caller may use, or with `offer_tools` the
-    /// best matches of the user's latest message and `search_tools` to find the rest.
-    pub(super) fn offered(&self, ctx: &super::context::Ctx<'_>) -> Vec<crate::spec::ToolSpec> {
-        let Some(n) = self.options.offer_tools else {
-            return self.engine.specs_for(&ctx.caller);
-        };
-        let mut offered = self
-            .engine
-            .search_tools(ctx.state.last_user_text(), n, &ctx.caller);
-        let search = self
-            .engine
-            .specs_for(&ctx.caller)
-            .into_iter()
-            .find(|s| s.name == "search_tools");
-        if let Some(search) = search
-            && !offered.iter().any(|s| s.name == "search_tools")
-        {
-            offered.push(search);
-        }
-        offered
     }
 
     pub(crate) fn answering_model(&self) -> &Arc<dyn ModelClient> {
