@@ -80,8 +80,6 @@ export declare class NativeEngine {
    * its `toModelOutput` hook, if any. Returns the problem when the registration is refused.
    */
   register(spec: any, handler?: number | undefined | null, present?: number | undefined | null): RegistrationProblem | null
-  /** Registers one tool per operation of an OpenAPI document; returns the report. */
-  registerOpenApi(doc: any, options: any): any
   /**
    * The specs of every tool, in registration order (camelCase keys; schemas untouched).
    * With a caller: only the tools that caller may use, hidden parameters removed from their
@@ -179,6 +177,12 @@ export declare class NativeEngine {
    * compensation of `tool`; it receives `{arguments, result}`.
    */
   compensateWith(tool: string, handler: number): void
+  /**
+   * Registers one tool per operation of an OpenAPI document (`doc`); `options` with
+   * camelCase keys (`baseUrl`, `prefix`, `include`, `credentials`, `headers`, `policy`).
+   * Returns the report (`registered`, `skipped`).
+   */
+  registerOpenApi(doc: any, options: any): any
   /**
    * Starts the approval inbox on `bind` for the operators the auth hook at index `auth`
    * of the JS layer's table accepts, or else those `tokens` names.

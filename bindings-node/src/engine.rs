@@ -178,12 +178,6 @@ impl JsEngine {
             .map(RegistrationProblem::from)
     }
 
-    /// Registers one tool per operation of an OpenAPI document; returns the report.
-    #[napi]
-    pub fn register_open_api(&self, doc: Value, options: Value) -> napi::Result<Value> {
-        crate::imports::register_openapi(&self.engine, doc, options)
-    }
-
     /// The specs of every tool, in registration order (camelCase keys; schemas untouched).
     /// With a caller: only the tools that caller may use, hidden parameters removed from their
     /// input schemas (what to hand a model).

@@ -2,11 +2,10 @@
 //! importers (`tooljig::import`), their specs handed back for `engine.registerSpec`.
 
 use crate::convert::{keys, shape};
-use crate::engine::spec_value;
+use crate::engine::{JsEngine, spec_value};
 use napi::Status;
 use napi_derive::napi;
 use serde_json::Value;
-use tooljig::Engine;
 use tooljig::import::openapi::OpenApiOptions;
 use tooljig::import::{ImportOptions, import_tools as import};
 
@@ -29,18 +28,23 @@ pub fn import_tools(definitions: String, options: String) -> napi::Result<String
     serde_json::to_string(&specs).map_err(|e| invalid("tool definitions", &e))
 }
 
-/// Registers the operations of an OpenAPI document (`doc`) as tools of `engine`; `options`
-/// with camelCase keys (`baseUrl`, `prefix`, `include`, `credentials`, `headers`, `policy`).
-/// Returns the report (`registered`, `skipped`).
-pub fn register_openapi(engine: &Engine, doc: Value, options: Value) -> napi::Result<Value> {
-    let invalid = |what: &str, e: &dyn std::fmt::Display| {
-        napi::Error::new(Status::InvalidArg, format!("invalid {what}: {e}"))
-    };
-    let options: OpenApiOptions =
-        serde_json::from_value(keys::from_js(options, shape::OPENAPI_OPTIONS))
-            .map_err(|e| invalid("OpenAPI options", &e))?;
-    let report = engine
-        .register_openapi(&doc, &options)
-        .map_err(|e| invalid("OpenAPI document", &e))?;
-    serde_json::to_value(report).map_err(|e| invalid("OpenAPI report", &e))
+#[napi]
+impl JsEngine {
+    /// Registers one tool per operation of an OpenAPI document (`doc`); `options` with
+    /// camelCase keys (`baseUrl`, `prefix`, `include`, `credentials`, `headers`, `policy`).
+    /// Returns the report (`registered`, `skipped`).
+    #[napi]
+    pub fn register_open_api(&self, doc: Value, options: Value) -> napi::Result<Value> {
+        let invalid = |what: &str, e: &dyn std::fmt::Display| {
+            napi::Error::new(Status::InvalidArg, format!("invalid {what}: {e}"))
+        };
+        let options: OpenApiOptions =
+            serde_json::from_value(keys::from_js(options, shape::OPENAPI_OPTIONS))
+                .map_err(|e| invalid("OpenAPI options", &e))?;
+        let report = self
+            .core()
+            .register_openapi(&doc, &options)
+            .map_err(|e| invalid("OpenAPI document", &e))?;
+        serde_json::to_value(report).map_err(|e| invalid("OpenAPI report", &e))
+    }
 }

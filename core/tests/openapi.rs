@@ -252,6 +252,18 @@ async fn operations_become_tools_that_call_the_api() {
     )
     .await;
     assert_eq!(failure(&smuggled).code, ErrorCode::InvalidArguments);
+    let split = call(
+        &engine,
+        ana(),
+        "showPetById",
+        json!({"petId": "1", "X-Request-Id": "r\r\nX-Admin: yes"}),
+    )
+    .await;
+    assert_eq!(
+        failure(&split).code,
+        ErrorCode::InvalidArguments,
+        "no header splitting"
+    );
     let anonymous = call(
         &engine,
         Caller::principal("bob"),

@@ -118,7 +118,7 @@ pub async fn park(d: &CallDurable, job: &Job, reference: String, result: &mut Ca
         )
         .await
         {
-            Ok(Some(_)) => Ok(()),
+            Ok(Some(version)) => Ok(version),
             Ok(None) => Err(format!(
                 "job reference {reference:?} already names another call; each job needs its own"
             )),
@@ -128,16 +128,26 @@ pub async fn park(d: &CallDurable, job: &Job, reference: String, result: &mut Ca
             }
         }
     };
-    if let Err(why) = taken {
-        result.detail = Some(why);
-        result.envelope = Envelope::error(
-            ErrorCode::Conflict,
-            "the tool accepted the work under a job reference it cannot use; the job's outcome \
-             will not reach this call",
-        );
-        return;
+    let index_version = match taken {
+        Ok(version) => version,
+        Err(why) => {
+            result.detail = Some(why);
+            result.envelope = Envelope::error(
+                ErrorCode::Conflict,
+                "the tool accepted the work under a job reference it cannot use; the job's \
+                 outcome will not reach this call",
+            );
+            return;
+        }
+    };
+    let handed = external::hand_out(d, job, Some(&reference), expiry_ms).await;
+    if !matches!(handed, Ok(Some(_))) {
+        // The reference names no pending call after all: free it for a retry.
+        let _ = store
+            .delete(Namespace::Job, &reference, index_version)
+            .await;
     }
-    match external::hand_out(d, job, Some(&reference), expiry_ms).await {
+    match handed {
         Ok(Some(_)) => {
             result.status = CallStatus::PendingJob;
             result.envelope = Envelope::Error(

@@ -6,6 +6,7 @@ use crate::caller::Caller;
 use crate::envelope::ToolError;
 use crate::error_code::ErrorCode;
 use crate::handler::{BoxFuture, Handler, HandlerError, HandlerResult, ToolContext};
+use crate::violation::Violation;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
@@ -157,7 +158,17 @@ impl Endpoint {
                     }
                     v => query.push((p.name.clone(), text_of(v, ","))),
                 },
-                Location::Header => headers.push((p.name.clone(), text_of(value, ","))),
+                Location::Header => {
+                    let text = text_of(value, ",");
+                    // The model's text may not split a header or start another.
+                    if reqwest::header::HeaderValue::from_str(&text).is_err() {
+                        return Err(HandlerError::invalid_arguments(&[Violation::at_path(
+                            &[Value::String(p.arg.clone())],
+                            "is not a valid HTTP header value (control characters or line breaks)",
+                        )]));
+                    }
+                    headers.push((p.name.clone(), text));
+                }
             }
         }
         let mut url = Url::parse(&format!("{}{path}", self.base))
