@@ -191,6 +191,8 @@ export interface Policy {
   jobExpiryMs?: number
   /** Most characters of the tool's data the model reads (after `toModelOutput`); longer, a marked prefix. */
   modelOutputMaxChars?: number
+  /** Most tokens (OpenAI's o200k_base) of the tool's data the model reads; longer, a marked prefix. */
+  modelOutputMaxTokens?: number
   [field: string]: unknown
 }
 

@@ -59,3 +59,13 @@ test('a budget cuts what the model reads and a throwing hook fails closed', asyn
   assert.match(secret.detail, /cannot summarise/)
   assert.throws(() => engine.register('bad', tool({ execute: () => 1, toModelOutput: 3 })), RegistrationError)
 })
+
+test('a token budget cuts what the model reads', async () => {
+  const engine = new Engine()
+  engine.register('page', tool({ execute: () => 'the quick brown fox '.repeat(100) }), { modelOutputMaxTokens: 8 })
+  const out = await engine.run([{ id: 'p', tool: 'page', arguments: {} }])
+  const page = byId(out, 'p')
+  assert.equal(page.envelope.data, 'the quick brown fox '.repeat(100))
+  assert.ok(page.modelOutput.startsWith('the quick brown fox the quick brown fox'), page.modelOutput)
+  assert.ok(page.modelOutput.endsWith('8 of 401 tokens shown]'), page.modelOutput)
+})

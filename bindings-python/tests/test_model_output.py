@@ -65,3 +65,12 @@ def test_a_budget_cuts_what_the_model_reads_and_a_failing_hook_fails_closed() ->
     assert "cannot summarise" in (secret.detail or "")
     with pytest.raises(tooljig.InvalidPolicyError):
         engine.register("bad", "", None, lambda a: a, to_model_output=3)  # type: ignore[arg-type]
+
+
+def test_a_token_budget() -> None:
+    engine = tooljig.Engine()
+    engine.register("page", "", None, lambda a: "the quick brown fox " * 100, model_output_max_tokens=8)
+    page = engine.run_sync([{"id": "p", "tool": "page", "arguments": {}}]).get("p")
+    assert page.envelope["data"] == "the quick brown fox " * 100
+    assert page.model_output.startswith("the quick brown fox the quick brown fox")
+    assert page.model_output.endswith("8 of 401 tokens shown]")

@@ -39,14 +39,16 @@ impl Presenter {
     /// A presenter for `job`'s result, when its tool shapes what the model sees.
     pub(crate) fn of(job: &Job) -> Option<Self> {
         let tool = &job.tool;
-        (tool.to_model_output.is_some() || tool.spec.policy.model_output_max_chars.is_some()).then(
-            || Presenter {
-                tool: tool.clone(),
-                caller: job.caller.clone(),
-                cancel: job.cancel.clone(),
-                host: job.host.clone(),
-            },
-        )
+        let policy = &tool.spec.policy;
+        let shapes = tool.to_model_output.is_some()
+            || policy.model_output_max_chars.is_some()
+            || policy.model_output_max_tokens.is_some();
+        shapes.then(|| Presenter {
+            tool: tool.clone(),
+            caller: job.caller.clone(),
+            cancel: job.cancel.clone(),
+            host: job.host.clone(),
+        })
     }
 
     /// Sets `result.model_output` from its data, when it has data.
@@ -69,12 +71,16 @@ impl Presenter {
             },
             None => None,
         };
-        let budget = self.tool.spec.policy.model_output_max_chars;
+        let policy = &self.tool.spec.policy;
         let shown = view.as_ref().unwrap_or(data);
-        result.model_output = match budget.and_then(|max| cut(shown, max)) {
-            Some(cut) => Some(Box::new(cut)),
-            None => view.map(Box::new),
-        };
+        let by_chars = policy
+            .model_output_max_chars
+            .and_then(|max| cut(shown, max));
+        let shown = by_chars.as_ref().unwrap_or(shown);
+        let by_tokens = policy
+            .model_output_max_tokens
+            .and_then(|max| cut_tokens(shown, max));
+        result.model_output = by_tokens.or(by_chars).or(view).map(Box::new);
     }
 
     /// Runs the hook on `data` as a handler runs, under the tool's timeout.
@@ -120,13 +126,36 @@ impl Presenter {
     }
 }
 
+/// The text a budget measures: a string as is, anything else as JSON.
+fn text_of(view: &Value) -> std::borrow::Cow<'_, str> {
+    match view {
+        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
+        other => std::borrow::Cow::Owned(serde_json::to_string(other).unwrap_or_default()),
+    }
+}
+
+/// `view` cut to `max` tokens of `o200k_base`, when its text is longer: the text of the first
+/// `max` tokens (a character split between two tokens dropped) and a marker.
+fn cut_tokens(view: &Value, max: usize) -> Option<Value> {
+    let text = text_of(view);
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let tokens = bpe.encode_ordinary(&text);
+    if tokens.len() <= max {
+        return None;
+    }
+    let bytes = bpe.decode_bytes(&tokens[..max]).unwrap_or_default();
+    let shown = String::from_utf8_lossy(&bytes);
+    let shown = shown.trim_end_matches('\u{FFFD}');
+    Some(Value::String(format!(
+        "{shown}{TRUNCATION_MARKER} {max} of {} tokens shown]",
+        tokens.len()
+    )))
+}
+
 /// `view` cut to `max` characters, when its text is longer: the text's prefix and a marker
 /// saying how much was shown (a string is measured as is, anything else as JSON).
 fn cut(view: &Value, max: usize) -> Option<Value> {
-    let text = match view {
-        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
-        other => std::borrow::Cow::Owned(serde_json::to_string(other).unwrap_or_default()),
-    };
+    let text = text_of(view);
     let total = text.chars().count();
     if total <= max {
         return None;
@@ -142,6 +171,19 @@ fn cut(view: &Value, max: usize) -> Option<Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_view_over_a_token_budget_is_cut_at_a_token() {
+        let long = "the quick brown fox jumps over the lazy dog ".repeat(50);
+        let cut = cut_tokens(&json!(long), 5).unwrap();
+        let cut = cut.as_str().unwrap();
+        assert!(cut.starts_with("the quick brown fox jumps"), "{cut}");
+        assert!(cut.ends_with(" 5 of 451 tokens shown]"), "{cut}");
+        assert_eq!(cut_tokens(&json!("short"), 5), None);
+        // A multi-byte character split between tokens is dropped, never mangled.
+        let emoji = cut_tokens(&json!("🦀".repeat(40)), 3).unwrap();
+        assert!(!emoji.as_str().unwrap().contains('\u{FFFD}'), "{emoji}");
+    }
 
     #[test]
     fn a_view_over_budget_is_cut_at_a_character() {

@@ -174,3 +174,24 @@ async fn a_budget_alone_cuts_the_data() {
     let seen = r.model_output.as_deref().and_then(Value::as_str).unwrap();
     assert!(seen.starts_with(&"x".repeat(100)) && seen.ends_with("100 of 10000 characters shown]"));
 }
+
+#[tokio::test]
+async fn a_token_budget_cuts_after_the_hook_and_the_app_keeps_the_data() {
+    let views = Arc::new(AtomicUsize::new(0));
+    let budget = Policy {
+        model_output_max_tokens: Some(4),
+        ..Policy::default()
+    };
+    let engine = engine(views, budget);
+    let r = one(&engine, json!({})).await;
+    let seen = r.model_output.as_deref().and_then(Value::as_str).unwrap();
+    assert!(
+        seen.starts_with(r#"{"count"#) && seen.contains(TRUNCATION_MARKER),
+        "{seen}"
+    );
+    assert!(seen.ends_with("tokens shown]"), "{seen}");
+    let Envelope::Ok(data) = &r.envelope else {
+        panic!("{:?}", r.envelope)
+    };
+    assert_eq!(data["rows"].as_array().map(Vec::len), Some(50));
+}

@@ -80,6 +80,11 @@ pub struct Policy {
     /// it sees a marked prefix. The app still gets the whole result. Unset, no budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_output_max_chars: Option<usize>,
+    /// Most tokens of the tool's data the model sees (after `to_model_output` and the
+    /// character budget), counted with OpenAI's `o200k_base` encoding (close for other
+    /// providers' tokenizers); longer, a marked prefix. Unset, no budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_output_max_tokens: Option<usize>,
     /// How long a background job the handler accepts may take before its call ends as a
     /// `timeout`, in ms; unset, the engine's `external_expiry_ms` (a day by default).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -155,6 +160,7 @@ impl Default for Policy {
             may_call: Vec::new(),
             job_expiry_ms: None,
             model_output_max_chars: None,
+            model_output_max_tokens: None,
         }
     }
 }
