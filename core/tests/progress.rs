@@ -170,9 +170,16 @@ async fn an_mcp_client_that_asks_hears_progress_before_the_result() {
     params.meta = Some(meta);
     let result = client.peer().call_tool(params).await.unwrap();
     assert_eq!(result.is_error, Some(false));
-    let notes = heard.0.lock().unwrap().clone();
     // rmcp's client hands each notification to its own task, so they may be heard out of
-    // order; what each carries shows they were sent in order, never decreasing.
+    // order, and the last one may still be on its way when the result is: wait for it.
+    for _ in 0..200 {
+        if heard.0.lock().unwrap().len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let notes = heard.0.lock().unwrap().clone();
+    // What each carries shows they were sent in order, never decreasing.
     let mut seen: Vec<(f64, Option<f64>, Option<String>)> = notes
         .iter()
         .map(|n| (n.progress, n.total, n.message.clone()))
