@@ -77,9 +77,10 @@ export declare class NativeEngine {
    * Registers a tool from its spec (`name`, `description`, `inputSchema`, `outputSchema`,
    * `originalName`, `policy`; camelCase or snake_case keys). `handler` is the index of its
    * function in the JS layer's table, or null for a client-side tool; `present` the index of
-   * its `toModelOutput` hook, if any. Returns the problem when the registration is refused.
+   * its `toModelOutput` hook, `on_success` of its `onSuccess` hook, if any. Returns the
+   * problem when the registration is refused.
    */
-  register(spec: any, handler?: number | undefined | null, present?: number | undefined | null): RegistrationProblem | null
+  register(spec: any, handler?: number | undefined | null, present?: number | undefined | null, onSuccess?: number | undefined | null): RegistrationProblem | null
   /**
    * The specs of every tool, in registration order (camelCase keys; schemas untouched).
    * With a caller: only the tools that caller may use, hidden parameters removed from their
@@ -109,10 +110,11 @@ export declare class NativeEngine {
   telemetry(): any
   /**
    * Runs other tools for the running JS handler `token` (its `ctx.run(...)`): `calls` as
-   * JSON text; resolves with the batch result as JSON text. Refused when its tool's policy
-   * names none (`may_call`).
+   * JSON text; resolves with the batch result as JSON text. With `atomic`, the completed
+   * calls are compensated when one fails. Refused when its tool's policy names none
+   * (`may_call`).
    */
-  callTools(token: number, calls: string): Promise<string>
+  callTools(token: number, calls: string, atomic?: boolean | undefined | null): Promise<string>
   /** A running JS handler's progress report, as `[token, fraction, message, output?]` text. */
   progress(report: string): void
   /** Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text. */

@@ -10,13 +10,13 @@ export class ToolContext {
      * @param {object} caller
      * @param {string} [runId]
      * @param {string | null} [appKey]
-     * @param {{report?: ((parts: unknown[]) => void) | null, tools?: ((calls: string) => Promise<string>) | null}} [reach]
+     * @param {{report?: ((parts: unknown[]) => void) | null, tools?: ((calls: string, atomic: boolean) => Promise<string>) | null}} [reach]
      *   Where progress goes (null when nobody listens) and the door to other tools (null when
      *   the tool's policy names none).
      */
     constructor(callId: string, tool: string, attempt: number, caller: object, runId?: string, appKey?: string | null, reach?: {
         report?: ((parts: unknown[]) => void) | null;
-        tools?: ((calls: string) => Promise<string>) | null;
+        tools?: ((calls: string, atomic: boolean) => Promise<string>) | null;
     });
     /** The call's id in its batch. */
     callId: string;
@@ -31,11 +31,16 @@ export class ToolContext {
     /**
      * Runs other tools of the engine as one batch, for this call's caller, through every
      * guardrail, within what is left of its deadline. The tool's policy must name them
-     * (`mayCall`); each result names this call as its `parent`.
+     * (`mayCall`); each result names this call as its `parent`. With `atomic`, once a call
+     * fails no further call starts and the completed ones are compensated (the result's
+     * `rollback`).
      * @param {import('./types.d.mts').Call[]} calls
+     * @param {{atomic?: boolean}} [options]
      * @returns {Promise<import('./types.d.mts').BatchResult>}
      */
-    run(calls: import("./types.d.mts").Call[]): Promise<import("./types.d.mts").BatchResult>;
+    run(calls: import("./types.d.mts").Call[], options?: {
+        atomic?: boolean;
+    }): Promise<import("./types.d.mts").BatchResult>;
     /**
      * Runs one other tool of the engine (see `run`).
      * @param {string} tool

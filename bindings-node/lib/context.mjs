@@ -18,7 +18,7 @@ export class ToolContext {
   #appKey
   /** @type {((parts: unknown[]) => void) | null} */
   #report
-  /** @type {((calls: string) => Promise<string>) | null} */
+  /** @type {((calls: string, atomic: boolean) => Promise<string>) | null} */
   #tools
 
   /**
@@ -28,7 +28,7 @@ export class ToolContext {
    * @param {object} caller
    * @param {string} [runId]
    * @param {string | null} [appKey]
-   * @param {{report?: ((parts: unknown[]) => void) | null, tools?: ((calls: string) => Promise<string>) | null}} [reach]
+   * @param {{report?: ((parts: unknown[]) => void) | null, tools?: ((calls: string, atomic: boolean) => Promise<string>) | null}} [reach]
    *   Where progress goes (null when nobody listens) and the door to other tools (null when
    *   the tool's policy names none).
    */
@@ -51,15 +51,18 @@ export class ToolContext {
   /**
    * Runs other tools of the engine as one batch, for this call's caller, through every
    * guardrail, within what is left of its deadline. The tool's policy must name them
-   * (`mayCall`); each result names this call as its `parent`.
+   * (`mayCall`); each result names this call as its `parent`. With `atomic`, once a call
+   * fails no further call starts and the completed ones are compensated (the result's
+   * `rollback`).
    * @param {import('./types.d.mts').Call[]} calls
+   * @param {{atomic?: boolean}} [options]
    * @returns {Promise<import('./types.d.mts').BatchResult>}
    */
-  async run(calls) {
+  async run(calls, options = {}) {
     if (this.#tools === null) {
       throw new ToolError('permission_denied', `${this.tool} calls no tools: name the ones it may call in its policy's mayCall`)
     }
-    return JSON.parse(await this.#tools(callsText(calls)))
+    return JSON.parse(await this.#tools(callsText(calls), options?.atomic === true))
   }
 
   /**

@@ -169,7 +169,7 @@ export class Dispatcher {
         const entry = this.handlers[tool]
         const reach = {
           report: listened ? (parts) => this.#progress(token, parts) : null,
-          tools: callsTools ? (text) => this.native.callTools(token, text) : null,
+          tools: callsTools ? (text, atomic) => this.native.callTools(token, text, atomic) : null,
         }
         const ctx = new ToolContext(callId, entry.name, attempt, callers[caller], runs[run], appKey, reach)
         this.live.set(token, ctx)

@@ -42,14 +42,16 @@ export class Engine {
     /**
      * Registers a tool from its spec as data (`{name, description, inputSchema, outputSchema,
      * policy}`, camelCase or snake_case keys), as `specs()` exports it and conformance vectors
-     * spell it. Without `execute`, the tool is client-side.
+     * spell it. Without `execute`, the tool is client-side. `hooks` as for `register`'s
+     * definition: `toModelOutput`, `onSuccess`.
      * @param {Partial<ToolSpec> & {name: string}} spec
      * @param {Execute<any, unknown>} [execute]
+     * @param {ToolHooks<unknown>} [hooks]
      * @returns {this}
      */
     registerSpec(spec: Partial<ToolSpec> & {
         name: string;
-    }, execute?: Execute<any, unknown>): this;
+    }, execute?: Execute<any, unknown>, hooks?: ToolHooks<unknown>): this;
     /**
      * Registers one tool per operation of an OpenAPI 3.0 or 3.1 `document` (parsed JSON or
      * YAML), each calling the described endpoint (docs/tools.md). `baseUrl` overrides the
@@ -361,6 +363,7 @@ import type { Tool } from './types.mjs';
 import type { Policy } from './types.mjs';
 import type { ToolSpec } from './types.mjs';
 import type { Execute } from './types.mjs';
+import type { ToolHooks } from './types.mjs';
 import type { Caller } from './types.mjs';
 import type { Settings } from './types.mjs';
 import type { AuditQuery } from './types.mjs';

@@ -4,10 +4,10 @@ import { Dispatcher } from './dispatch.mjs'
 import { RegistrationError, ToolError } from './errors.mjs'
 import { NativeCancel, NativeEngine } from './native.mjs'
 import { isStandardSchema, standardParser, toJsonSchema } from './schema.mjs'
-import { checkDefinition } from './tool.mjs'
+import { checkDefinition, checkHooks } from './tool.mjs'
 import { InboxServer } from './inbox.mjs'
 import { McpClient, McpServer, mcpTarget } from './mcp.mjs'
-/** @import { ApprovalRecord, AuditQuery, AuditRecord, BatchResult, BatchStream, Call, Caller, Decision, EngineOptions, Envelope, Execute, ExternalCall, JobStatus, Policy, Preference, RollbackReport, RunOptions, RunRecord, Settings, Tool, ToolSpec } from './types.mjs' */
+/** @import { ApprovalRecord, AuditQuery, AuditRecord, BatchResult, BatchStream, Call, Caller, Decision, EngineOptions, Envelope, Execute, ExternalCall, JobStatus, Policy, Preference, RollbackReport, RunOptions, RunRecord, Settings, Tool, ToolHooks, ToolSpec } from './types.mjs' */
 
 /**
  * Links an AbortSignal to a native cancel switch; returns the switch and an unlink function.
@@ -154,35 +154,38 @@ export class Engine {
     if (isStandardSchema(definition.inputSchema) && definition.parseArguments !== false) {
       parse = standardParser(definition.inputSchema)
     }
-    return this.#register(spec, definition.execute, parse, definition.toModelOutput)
+    return this.#register(spec, definition.execute, parse, definition)
   }
 
   /**
    * Registers a tool from its spec as data (`{name, description, inputSchema, outputSchema,
    * policy}`, camelCase or snake_case keys), as `specs()` exports it and conformance vectors
-   * spell it. Without `execute`, the tool is client-side.
+   * spell it. Without `execute`, the tool is client-side. `hooks` as for `register`'s
+   * definition: `toModelOutput`, `onSuccess`.
    * @param {Partial<ToolSpec> & {name: string}} spec
    * @param {Execute<any, unknown>} [execute]
+   * @param {ToolHooks<unknown>} [hooks]
    * @returns {this}
    */
-  registerSpec(spec, execute = undefined) {
+  registerSpec(spec, execute = undefined, hooks = {}) {
     if (spec === null || typeof spec !== 'object') throw new RegistrationError('invalid_spec', 'a tool spec must be an object')
     if (execute !== undefined && typeof execute !== 'function') {
       throw new RegistrationError('invalid_tool', `tool ${JSON.stringify(spec.name)}: execute must be a function`)
     }
-    return this.#register(spec, execute, null)
+    checkHooks(`tool ${JSON.stringify(spec.name)}`, hooks)
+    return this.#register(spec, execute, null, hooks)
   }
 
-  #register(spec, execute, parse, toModelOutput = undefined) {
+  #register(spec, execute, parse, hooks = {}) {
     let index = null
     if (execute !== undefined) {
       index = this.#dispatcher.add({ name: spec.name, execute, parse })
     }
-    // The hook runs as a handler does, with the data as its arguments.
-    const present = toModelOutput === undefined ? null : this.#dispatcher.add({ name: spec.name, execute: toModelOutput, parse: null })
+    // A hook runs as a handler does, with its one input as the arguments.
+    const hook = (f) => (f === undefined ? null : this.#dispatcher.add({ name: spec.name, execute: f, parse: null }))
     let problem
     try {
-      problem = this.#native.register(spec, index, present)
+      problem = this.#native.register(spec, index, hook(hooks.toModelOutput), hook(hooks.onSuccess))
     } catch (e) {
       // napi could not read the spec as JSON (a BigInt, a function, a cycle).
       throw new RegistrationError('invalid_spec', `tool ${JSON.stringify(spec.name)}: the spec is not JSON: ${e?.message ?? e}`, { cause: e })

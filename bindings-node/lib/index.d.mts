@@ -35,6 +35,8 @@ export type StandardResult<Output> = import("./types.mjs").StandardResult<Output
 export type InferOutput<S> = import("./types.mjs").InferOutput<S>;
 export type Execute<Args, Out> = import("./types.mjs").Execute<Args, Out>;
 export type Tool<Args = any, Out = unknown> = import("./types.mjs").Tool<Args, Out>;
+export type ToolHooks<Out = unknown, Args = Record<string, unknown>> = import("./types.mjs").ToolHooks<Out, Args>;
+export type SuccessEvent<Args = Record<string, unknown>, Out = unknown> = import("./types.mjs").SuccessEvent<Args, Out>;
 export type BatchEvent = import("./types.mjs").BatchEvent;
 export type BatchStream = import("./types.mjs").BatchStream;
 export type AccessRequest = import("./types.mjs").AccessRequest;

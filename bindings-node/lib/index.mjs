@@ -63,6 +63,16 @@ export { Agent, AgentState, FallbackChain, HttpModel, MODEL_ERROR_KINDS, Model, 
  * @template [Out=unknown]
  * @typedef {import('./types.mjs').Tool<Args, Out>} Tool
  */
+/**
+ * @template [Out=unknown]
+ * @template [Args=Record<string, unknown>]
+ * @typedef {import('./types.mjs').ToolHooks<Out, Args>} ToolHooks
+ */
+/**
+ * @template [Args=Record<string, unknown>]
+ * @template [Out=unknown]
+ * @typedef {import('./types.mjs').SuccessEvent<Args, Out>} SuccessEvent
+ */
 /** @typedef {import('./types.mjs').BatchEvent} BatchEvent */
 /** @typedef {import('./types.mjs').BatchStream} BatchStream */
 /** @typedef {import('./types.mjs').AccessRequest} AccessRequest */

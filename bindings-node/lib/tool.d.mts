@@ -6,7 +6,7 @@
  * @template {StandardSchemaV1} S
  * @template [Out=unknown]
  * @overload
- * @param {{description?: string, inputSchema: S, outputSchema?: StandardSchemaV1<any, Out> | JsonSchema, execute?: Execute<InferOutput<S>, Out>, parseArguments?: boolean, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown}} definition
+ * @param {{description?: string, inputSchema: S, outputSchema?: StandardSchemaV1<any, Out> | JsonSchema, execute?: Execute<InferOutput<S>, Out>, parseArguments?: boolean, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown, onSuccess?: (event: SuccessEvent<InferOutput<S>, Out>, ctx: import('./context.mjs').ToolContext) => unknown}} definition
  * @returns {Tool<InferOutput<S>, Out>}
  */
 export function tool<S extends StandardSchemaV1, Out = unknown>(definition: {
@@ -16,13 +16,14 @@ export function tool<S extends StandardSchemaV1, Out = unknown>(definition: {
     execute?: Execute<InferOutput<S>, Out>;
     parseArguments?: boolean;
     toModelOutput?: (output: Out, ctx: import("./context.mjs").ToolContext) => unknown;
+    onSuccess?: (event: SuccessEvent<InferOutput<S>, Out>, ctx: import("./context.mjs").ToolContext) => unknown;
 }): Tool<InferOutput<S>, Out>;
 /**
  * Declares a tool whose input is a JSON Schema (or any object when absent).
  * @template [Args=Record<string, unknown>]
  * @template [Out=unknown]
  * @overload
- * @param {{description?: string, inputSchema?: JsonSchema, outputSchema?: JsonSchema, execute?: Execute<Args, Out>, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown}} definition
+ * @param {{description?: string, inputSchema?: JsonSchema, outputSchema?: JsonSchema, execute?: Execute<Args, Out>, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown, onSuccess?: (event: SuccessEvent<Args, Out>, ctx: import('./context.mjs').ToolContext) => unknown}} definition
  * @returns {Tool<Args, Out>}
  */
 export function tool<Args = Record<string, unknown>, Out = unknown>(definition: {
@@ -31,11 +32,19 @@ export function tool<Args = Record<string, unknown>, Out = unknown>(definition: 
     outputSchema?: JsonSchema;
     execute?: Execute<Args, Out>;
     toModelOutput?: (output: Out, ctx: import("./context.mjs").ToolContext) => unknown;
+    onSuccess?: (event: SuccessEvent<Args, Out>, ctx: import("./context.mjs").ToolContext) => unknown;
 }): Tool<Args, Out>;
+/** Throws a `RegistrationError` when a tool's hook (`toModelOutput`, `onSuccess`) is not a function. */
+/**
+ * @param {string} where
+ * @param {any} hooks
+ */
+export function checkHooks(where: string, hooks: any): void;
 /** Throws a `RegistrationError` when `def` is not a usable tool definition. */
 export function checkDefinition(name: any, def: any): void;
 import type { StandardSchemaV1 } from './types.mjs';
 import type { JsonSchema } from './types.mjs';
 import type { InferOutput } from './types.mjs';
 import type { Execute } from './types.mjs';
+import type { SuccessEvent } from './types.mjs';
 import type { Tool } from './types.mjs';

@@ -1,6 +1,6 @@
 // `tool({ description, inputSchema, execute })`: a tool definition, as in the Vercel AI SDK.
 import { RegistrationError } from './errors.mjs'
-/** @import { Execute, InferOutput, JsonSchema, StandardSchemaV1, Tool } from './types.mjs' */
+/** @import { Execute, InferOutput, JsonSchema, StandardSchemaV1, SuccessEvent, Tool } from './types.mjs' */
 
 /**
  * Declares a tool. Returns the definition unchanged (frozen); it exists for type inference:
@@ -9,7 +9,7 @@ import { RegistrationError } from './errors.mjs'
  * @template {StandardSchemaV1} S
  * @template [Out=unknown]
  * @overload
- * @param {{description?: string, inputSchema: S, outputSchema?: StandardSchemaV1<any, Out> | JsonSchema, execute?: Execute<InferOutput<S>, Out>, parseArguments?: boolean, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown}} definition
+ * @param {{description?: string, inputSchema: S, outputSchema?: StandardSchemaV1<any, Out> | JsonSchema, execute?: Execute<InferOutput<S>, Out>, parseArguments?: boolean, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown, onSuccess?: (event: SuccessEvent<InferOutput<S>, Out>, ctx: import('./context.mjs').ToolContext) => unknown}} definition
  * @returns {Tool<InferOutput<S>, Out>}
  */
 /**
@@ -17,7 +17,7 @@ import { RegistrationError } from './errors.mjs'
  * @template [Args=Record<string, unknown>]
  * @template [Out=unknown]
  * @overload
- * @param {{description?: string, inputSchema?: JsonSchema, outputSchema?: JsonSchema, execute?: Execute<Args, Out>, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown}} definition
+ * @param {{description?: string, inputSchema?: JsonSchema, outputSchema?: JsonSchema, execute?: Execute<Args, Out>, toModelOutput?: (output: Out, ctx: import('./context.mjs').ToolContext) => unknown, onSuccess?: (event: SuccessEvent<Args, Out>, ctx: import('./context.mjs').ToolContext) => unknown}} definition
  * @returns {Tool<Args, Out>}
  */
 /**
@@ -27,6 +27,22 @@ import { RegistrationError } from './errors.mjs'
 export function tool(definition) {
   checkDefinition('(unnamed)', definition)
   return Object.freeze({ ...definition })
+}
+
+/** Throws a `RegistrationError` when a tool's hook (`toModelOutput`, `onSuccess`) is not a function. */
+/**
+ * @param {string} where
+ * @param {any} hooks
+ */
+export function checkHooks(where, hooks) {
+  if (hooks === null || typeof hooks !== 'object') {
+    throw new RegistrationError('invalid_tool', `${where}: hooks must be an object`)
+  }
+  for (const name of ['toModelOutput', 'onSuccess']) {
+    if (hooks[name] !== undefined && typeof hooks[name] !== 'function') {
+      throw new RegistrationError('invalid_tool', `${where}: ${name} must be a function`)
+    }
+  }
 }
 
 /** Throws a `RegistrationError` when `def` is not a usable tool definition. */
@@ -41,10 +57,8 @@ export function checkDefinition(name, def) {
   if (def.description !== undefined && typeof def.description !== 'string') {
     throw new RegistrationError('invalid_tool', `${where}: description must be a string`)
   }
-  if (def.toModelOutput !== undefined && typeof def.toModelOutput !== 'function') {
-    throw new RegistrationError('invalid_tool', `${where}: toModelOutput must be a function`)
-  }
-  const known = new Set(['description', 'inputSchema', 'outputSchema', 'execute', 'parseArguments', 'toModelOutput'])
+  checkHooks(where, def)
+  const known = new Set(['description', 'inputSchema', 'outputSchema', 'execute', 'parseArguments', 'toModelOutput', 'onSuccess'])
   for (const key of Object.keys(def)) {
     if (!known.has(key)) {
       throw new RegistrationError('invalid_tool', `${where}: unknown field ${JSON.stringify(key)} in the tool definition (policy goes in register's third argument)`)

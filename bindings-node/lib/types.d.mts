@@ -365,8 +365,32 @@ export type InferOutput<S> = S extends StandardSchemaV1<any, infer O> ? O : neve
 /** What `execute` may return: data (JSON), `needs(...)`, or a Promise of either. */
 export type Execute<Args, Out> = (args: Args, ctx: ToolContext) => Out | Needs | Promise<Out | Needs>
 
+/** What a tool's `onSuccess` hook receives: the call's arguments (as validated, defaults filled) and its data. */
+export interface SuccessEvent<Args = Record<string, unknown>, Out = unknown> {
+  arguments: Args
+  result: Out
+}
+
+/** A tool's hooks on its results, beside `execute`. */
+export interface ToolHooks<Out = unknown, Args = Record<string, unknown>> {
+  /**
+   * Turns the tool's data into what the model reads (a summary, a reference to an image); the
+   * app still gets the whole result (`CallResult.modelOutput` holds the model's). It runs like
+   * `execute`, under the tool's timeout; if it throws, the model reads that the output could not
+   * be shown, never the data.
+   */
+  toModelOutput?: (output: Out, ctx: ToolContext) => unknown
+  /**
+   * Runs after each call that succeeded, out of the model's reach (a notification, an outbox
+   * record): once per run of `execute`, never for a refusal, a failure or a replayed duplicate.
+   * It runs like `execute`, under the tool's timeout; what it returns is ignored, and if it
+   * throws the result stays as it was and `detail` (and the audit record) says why.
+   */
+  onSuccess?: (event: SuccessEvent<Args, Out>, ctx: ToolContext) => unknown
+}
+
 /** A tool definition, as in the Vercel AI SDK. Without `execute`, the tool is client-side. */
-export interface Tool<Args = any, Out = unknown> {
+export interface Tool<Args = any, Out = unknown> extends ToolHooks<Out, Args> {
   description?: string
   /** A zod (Standard) schema, or a JSON Schema object. Default: an object with any properties. */
   inputSchema?: StandardSchemaV1<any, Args> | JsonSchema
@@ -378,13 +402,6 @@ export interface Tool<Args = any, Out = unknown> {
    * transforms, refinements; a refinement failure is `invalid_arguments`). Default true.
    */
   parseArguments?: boolean
-  /**
-   * Turns the tool's data into what the model reads (a summary, a reference to an image); the
-   * app still gets the whole result (`CallResult.modelOutput` holds the model's). It runs like
-   * `execute`, under the tool's timeout; if it throws, the model reads that the output could not
-   * be shown, never the data.
-   */
-  toModelOutput?: (output: Out, ctx: ToolContext) => unknown
 }
 
 /** Events of a batch, as they happen (`atUs`: µs since the batch started). */

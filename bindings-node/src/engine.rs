@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use tooljig::CancellationToken;
 use tooljig::audit::AuditError;
 use tooljig::{
-    AuditQuery, AuditSink, BatchOptions, BatchResult, Call, Caller, Engine, EngineOptions,
+    AuditQuery, AuditSink, BatchOptions, BatchResult, Call, Caller, Engine, EngineOptions, Nested,
     OptionsError, Settings, Tool, ToolSpec,
 };
 
@@ -147,13 +147,15 @@ impl JsEngine {
     /// Registers a tool from its spec (`name`, `description`, `inputSchema`, `outputSchema`,
     /// `originalName`, `policy`; camelCase or snake_case keys). `handler` is the index of its
     /// function in the JS layer's table, or null for a client-side tool; `present` the index of
-    /// its `toModelOutput` hook, if any. Returns the problem when the registration is refused.
+    /// its `toModelOutput` hook, `on_success` of its `onSuccess` hook, if any. Returns the
+    /// problem when the registration is refused.
     #[napi]
     pub fn register(
         &self,
         spec: Value,
         handler: Option<u32>,
         present: Option<u32>,
+        on_success: Option<u32>,
     ) -> Option<RegistrationProblem> {
         let spec = match parse_spec(spec) {
             Ok(spec) => spec,
@@ -166,10 +168,13 @@ impl JsEngine {
             ),
             None => Tool::external(spec),
         };
+        let hook = |index| Arc::new(JsHandler::new(self.dispatcher.clone(), index));
         let tool = match present {
-            Some(index) => {
-                tool.to_model_output(Arc::new(JsHandler::new(self.dispatcher.clone(), index)))
-            }
+            Some(index) => tool.to_model_output(hook(index)),
+            None => tool,
+        };
+        let tool = match on_success {
+            Some(index) => tool.on_success(hook(index)),
             None => tool,
         };
         self.engine
@@ -278,14 +283,16 @@ impl JsEngine {
     }
 
     /// Runs other tools for the running JS handler `token` (its `ctx.run(...)`): `calls` as
-    /// JSON text; resolves with the batch result as JSON text. Refused when its tool's policy
-    /// names none (`may_call`).
+    /// JSON text; resolves with the batch result as JSON text. With `atomic`, the completed
+    /// calls are compensated when one fails. Refused when its tool's policy names none
+    /// (`may_call`).
     #[napi(ts_return_type = "Promise<string>")]
     pub fn call_tools<'env>(
         &self,
         env: &'env Env,
         token: i64,
         calls: String,
+        atomic: Option<bool>,
     ) -> napi::Result<PromiseRaw<'env, String>> {
         let tools = u64::try_from(token)
             .ok()
@@ -298,7 +305,11 @@ impl JsEngine {
                 ));
             };
             let calls = parse_calls(&calls)?;
-            let out = tools.run(calls, None, None).await;
+            let nested = Nested {
+                atomic: atomic.unwrap_or(false),
+                ..Nested::default()
+            };
+            let out = tools.run_with(calls, nested).await;
             Ok(batch_text(&out))
         })
     }

@@ -40,3 +40,32 @@ test('a loop between tools is refused, as data', async () => {
   assert.equal(inner.data.error.code, 'dependency_cycle')
   assert.match(inner.data.error.message, /a → b → a/)
 })
+
+test('an atomic nested batch releases the hold when the booking fails', async () => {
+  const log = []
+  const engine = new Engine()
+    .register('hold', tool({ execute: ({ slot }) => (log.push(`hold ${slot}`), { hold: `h-${slot}` }) }), { compensation: 'release' })
+    .register('release', tool({ execute: ({ result }) => (log.push(`release ${result.hold}`), true) }))
+    .register('book', tool({
+      execute: ({ slot }) => {
+        if (slot === 2) throw new ToolError('conflict', 'the slot was taken')
+        return 'booked'
+      },
+    }))
+    .register('confirm', tool({
+      execute: async ({ slot }, ctx) => {
+        const out = await ctx.run([
+          { id: 'hold', tool: 'hold', arguments: { slot } },
+          { id: 'book', tool: 'book', arguments: { slot }, dependsOn: ['hold'] },
+        ], { atomic: true })
+        return { book: out.results[1].envelope.ok, rollback: out.rollback?.entries.map((e) => e.outcome) ?? null }
+      },
+    }), { mayCall: ['hold', 'book'] })
+  const out = await engine.run([
+    { id: 'ok', tool: 'confirm', arguments: { slot: 1 } },
+    { id: 'taken', tool: 'confirm', arguments: { slot: 2 } },
+  ], { concurrency: 1 })
+  assert.deepEqual(out.results[0].envelope.data, { book: true, rollback: null })
+  assert.deepEqual(out.results[1].envelope.data, { book: false, rollback: ['compensated'] })
+  assert.deepEqual(log, ['hold 1', 'hold 2', 'release h-2'])
+})

@@ -7,7 +7,7 @@ use crate::runtime;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3_async_runtimes::TaskLocals;
-use tooljig::{ErrorCode, ToolContext, ToolError};
+use tooljig::{ErrorCode, Nested, ToolContext, ToolError};
 
 /// What a handler knows about the call it runs. A handler gets it by declaring a parameter
 /// annotated `ToolContext`; that parameter is left out of the tool's schema.
@@ -34,6 +34,7 @@ impl PyToolContext {
         py: Python<'py>,
         calls: Vec<tooljig::Call>,
         one: bool,
+        atomic: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let Some(tools) = self.inner.tools.clone() else {
             let why = format!(
@@ -55,7 +56,12 @@ impl PyToolContext {
         future.call_method1("add_done_callback", (CancelOnCancelled(cancel.clone()),))?;
         let host = BatchHost::start(py, locals, future.clone(), false)?;
         handle.spawn(async move {
-            let out = tools.run(calls, Some(host.clone()), Some(cancel)).await;
+            let nested = Nested {
+                host: Some(host.clone()),
+                cancel: Some(cancel),
+                atomic,
+            };
+            let out = tools.run_with(calls, nested).await;
             host.post(if one {
                 Msg::DoneOne(out)
             } else {
@@ -136,10 +142,18 @@ impl PyToolContext {
 
     /// Runs other tools of the engine as one batch, for this call's caller, through every
     /// guardrail, within what is left of its deadline (the tool's policy must name them in
-    /// ``may_call``). Returns an awaitable of the ``BatchResult``.
-    fn run<'py>(&self, py: Python<'py>, calls: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    /// ``may_call``). With ``atomic``, once a call fails no further call starts and the
+    /// completed ones are compensated (the result's ``rollback``). Returns an awaitable of the
+    /// ``BatchResult``.
+    #[pyo3(signature = (calls, *, atomic=false))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        calls: &Bound<'py, PyAny>,
+        atomic: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let calls = crate::calls::calls_from_py(py, calls)?;
-        self.start(py, calls, false)
+        self.start(py, calls, false, atomic)
     }
 
     /// Runs one other tool of the engine (see :meth:`run`); returns an awaitable of its
@@ -159,6 +173,7 @@ impl PyToolContext {
             py,
             vec![tooljig::Call::new("call_0", tool, arguments)],
             true,
+            false,
         )
     }
 

@@ -118,8 +118,10 @@ impl PyEngine {
 
     /// Registers a tool from its spec (a dict as `specs()` exports it) and an invoker
     /// `invoke(arguments, ctx)`; without an invoker the tool is client-side. `present` is
-    /// `(invoke, is_async)` of its `to_model_output` hook, called like a handler with the data.
-    #[pyo3(signature = (spec, invoke, is_async, present=None))]
+    /// `(invoke, is_async)` of its `to_model_output` hook, called like a handler with the data;
+    /// `on_success` the same of the hook run after each successful call, with
+    /// `{"arguments", "result"}`.
+    #[pyo3(signature = (spec, invoke, is_async, present=None, on_success=None))]
     fn register(
         &self,
         py: Python<'_>,
@@ -127,6 +129,7 @@ impl PyEngine {
         invoke: Option<Py<PyAny>>,
         is_async: bool,
         present: Option<(Py<PyAny>, bool)>,
+        on_success: Option<(Py<PyAny>, bool)>,
     ) -> PyResult<()> {
         let value = convert::from_py(spec)
             .map_err(|e| error::invalid_spec(py, format!("the tool spec is not JSON: {e}")))?;
@@ -138,11 +141,16 @@ impl PyEngine {
             }
             None => Tool::external(spec),
         };
+        let hook = |(f, is_async): (Py<PyAny>, bool)| {
+            let kind = if is_async { Kind::Async } else { Kind::Sync };
+            Arc::new(PyHandler::new(f, kind))
+        };
         let tool = match present {
-            Some((f, is_async)) => {
-                let kind = if is_async { Kind::Async } else { Kind::Sync };
-                tool.to_model_output(Arc::new(PyHandler::new(f, kind)))
-            }
+            Some(f) => tool.to_model_output(hook(f)),
+            None => tool,
+        };
+        let tool = match on_success {
+            Some(f) => tool.on_success(hook(f)),
             None => tool,
         };
         self.inner.register(tool).map_err(|e| e.into_py_err(py))

@@ -55,3 +55,48 @@ async def test_a_tool_that_names_nothing_to_call_is_refused_clearly(engine: tool
 
     [out] = await engine.run([{"tool": "lonely"}])
     assert out.envelope == {"ok": True, "data": "alone"}
+
+
+async def test_an_atomic_nested_batch_releases_the_hold_when_the_booking_fails() -> None:
+    engine = tooljig.Engine()
+    log: list[str] = []
+
+    @engine.tool(compensation="release")
+    def hold(slot: int) -> dict[str, str]:
+        """Holds a slot."""
+        log.append(f"hold {slot}")
+        return {"hold": f"h-{slot}"}
+
+    @engine.tool
+    def release(arguments: dict[str, object], result: dict[str, str]) -> bool:
+        """Releases a hold."""
+        log.append(f"release {result['hold']}")
+        return True
+
+    @engine.tool
+    def book(slot: int) -> str:
+        """Books the slot."""
+        if slot == 2:
+            raise tooljig.ToolError("conflict", "the slot was taken")
+        return "booked"
+
+    @engine.tool(may_call=["hold", "book"])
+    async def confirm(slot: int, ctx: tooljig.ToolContext) -> dict[str, object]:
+        """Two-phase booking."""
+        out = await ctx.run(
+            [
+                {"id": "hold", "tool": "hold", "arguments": {"slot": slot}},
+                {"id": "book", "tool": "book", "arguments": {"slot": slot}, "depends_on": ["hold"]},
+            ],
+            atomic=True,
+        )
+        rollback = out.rollback
+        return {"book": out.get("book").error_code, "rollback": rollback and [e["outcome"] for e in rollback["entries"]]}
+
+    out = await engine.run(
+        [{"id": "ok", "tool": "confirm", "arguments": {"slot": 1}}, {"id": "taken", "tool": "confirm", "arguments": {"slot": 2}}],
+        concurrency=1,
+    )
+    assert out.get("ok").envelope["data"] == {"book": None, "rollback": None}
+    assert out.get("taken").envelope["data"] == {"book": "conflict", "rollback": ["compensated"]}
+    assert log == ["hold 1", "hold 2", "release h-2"]

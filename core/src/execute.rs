@@ -13,8 +13,10 @@ use crate::events::Event;
 use crate::guard::audit::AuditEntry;
 use crate::guard::{self, Guards};
 use crate::handler::{HandlerError, ToolContext};
+use crate::hook::HookSite;
 use crate::job::Job;
 use crate::model_output::Presenter;
+use crate::on_success;
 use crate::output::check_output;
 use crate::progress::Progress;
 use crate::schema::arguments_envelope;
@@ -223,6 +225,9 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
     result.attempts = attempt;
     result.duration_us = started.elapsed().as_micros() as u64;
     result.envelope = envelope;
+    // A job the handler accepted has not succeeded yet: no `on_success` for it.
+    let follow_up =
+        (job.tool.on_success.is_some() && accepted.is_none()).then(|| HookSite::of(&job));
     if let Some(reference) = accepted {
         durable::background_job::park(d, &job, reference, &mut result).await;
     }
@@ -230,6 +235,10 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
     result.arguments = Some(job.arguments);
     durable::after(d, guarded, &mut result).await;
     guard::cache_store(guards, cache_slot, &result).await;
+    // Once the result is recorded, so a duplicate replays it instead of running this again.
+    if let Some(site) = follow_up {
+        on_success::follow(site, &d.run_id, &mut result).await;
+    }
     // Step 11: audit (the caller, `run_audited`, builds the record) and compensations
     // (the run records completed calls when the batch settles).
     result

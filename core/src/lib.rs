@@ -46,10 +46,12 @@ pub mod durable;
 pub mod engine;
 pub mod execute;
 pub mod guard;
+pub(crate) mod hook;
 pub mod job;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model_output;
+pub(crate) mod on_success;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod output;
@@ -125,6 +127,6 @@ pub use store::{MemoryStore, SqliteStore, StateStore};
 pub use telemetry::TelemetrySnapshot;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::Tool;
-pub use tool_calls::{ParentCall, ToolCalls};
+pub use tool_calls::{Nested, ParentCall, ToolCalls};
 pub use violation::Violation;
 pub use wakeup::WakeBus;

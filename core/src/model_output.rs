@@ -11,29 +11,18 @@
 //! the hook was there to shape; the reason goes to the result's `detail`.
 
 use crate::call::CallResult;
-use crate::caller::Caller;
-use crate::depth;
 use crate::envelope::Envelope;
-use crate::handler::{BoxFuture, Handler, HandlerError, HandlerResult, HostData, ToolContext};
+use crate::hook::{HookSite, note_detail};
 use crate::job::Job;
 use crate::output::TRUNCATION_MARKER;
-use crate::registry::RegisteredTool;
-use futures::FutureExt;
 use serde_json::Value;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 /// What the model reads when the hook failed.
 pub const UNSHOWN: &str = "the tool succeeded; its output could not be prepared for the model";
 
 /// Shapes the model's view of one call's result, once the call has one.
-pub(crate) struct Presenter {
-    tool: Arc<RegisteredTool>,
-    caller: Arc<Caller>,
-    cancel: CancellationToken,
-    host: Option<HostData>,
-}
+pub(crate) struct Presenter(HookSite);
 
 impl Presenter {
     /// A presenter for `job`'s result, when its tool shapes what the model sees.
@@ -43,12 +32,7 @@ impl Presenter {
         let shapes = tool.to_model_output.is_some()
             || policy.model_output_max_chars.is_some()
             || policy.model_output_max_tokens.is_some();
-        shapes.then(|| Presenter {
-            tool: tool.clone(),
-            caller: job.caller.clone(),
-            cancel: job.cancel.clone(),
-            host: job.host.clone(),
-        })
+        shapes.then(|| Presenter(HookSite::of(job)))
     }
 
     /// Sets `result.model_output` from its data, when it has data.
@@ -56,22 +40,22 @@ impl Presenter {
         let Envelope::Ok(data) = &result.envelope else {
             return;
         };
-        let view = match &self.tool.to_model_output {
-            Some(hook) => match self.ask(hook.as_ref(), run_id, result, data.clone()).await {
+        let site = &self.0;
+        let view = match &site.tool.to_model_output {
+            Some(hook) => match site
+                .run(hook.as_ref(), data.clone(), &result.call_id, run_id)
+                .await
+            {
                 Ok(view) => Some(view),
                 Err(why) => {
-                    let note = format!("to_model_output failed: {why}");
-                    result.detail = Some(match result.detail.take() {
-                        Some(d) => format!("{d}\n{note}"),
-                        None => note,
-                    });
+                    note_detail(&mut result.detail, format!("to_model_output failed: {why}"));
                     result.model_output = Some(Box::new(Value::String(UNSHOWN.into())));
                     return;
                 }
             },
             None => None,
         };
-        let policy = &self.tool.spec.policy;
+        let policy = &site.tool.spec.policy;
         let shown = view.as_ref().unwrap_or(data);
         let by_chars = policy
             .model_output_max_chars
@@ -81,48 +65,6 @@ impl Presenter {
             .model_output_max_tokens
             .and_then(|max| cut_tokens(shown, max));
         result.model_output = by_tokens.or(by_chars).or(view).map(Box::new);
-    }
-
-    /// Runs the hook on `data` as a handler runs, under the tool's timeout.
-    async fn ask(
-        &self,
-        hook: &dyn Handler,
-        run_id: &Arc<str>,
-        result: &CallResult,
-        data: Value,
-    ) -> Result<Value, String> {
-        let cancel = self.cancel.child_token();
-        let ctx = ToolContext::for_hook(
-            Arc::from(result.call_id.as_str()),
-            self.tool.name.clone(),
-            self.caller.clone(),
-            cancel.clone(),
-            self.host.clone(),
-            run_id.clone(),
-        );
-        let run: BoxFuture<HandlerResult> = hook.call(data, ctx);
-        let run = AssertUnwindSafe(run).catch_unwind();
-        let outcome = match self.tool.spec.policy.timeout_duration() {
-            Some(limit) => match tokio::time::timeout(limit, run).await {
-                Ok(done) => done,
-                Err(_) => {
-                    cancel.cancel();
-                    return Err(format!("it did not finish within {} ms", limit.as_millis()));
-                }
-            },
-            None => run.await,
-        };
-        match outcome {
-            Ok(Ok(view)) if depth::deeper_than(&view, depth::MAX_DEPTH) => Err(format!(
-                "it returned data nested deeper than {} levels",
-                depth::MAX_DEPTH
-            )),
-            Ok(Ok(view)) => Ok(view),
-            Ok(Err(HandlerError::Tool(e))) => Err(format!("{}: {}", e.code, e.message)),
-            Ok(Err(HandlerError::Unexpected { detail })) => Err(detail),
-            Ok(Err(other)) => Err(format!("it answered {other:?}, which only a handler may")),
-            Err(_) => Err("it panicked".into()),
-        }
     }
 }
 

@@ -25,6 +25,8 @@ pub struct RegisteredTool {
     pub handler: Option<Arc<dyn Handler>>,
     /// What turns its data into the model's view, if anything.
     pub to_model_output: Option<Arc<dyn Handler>>,
+    /// What runs after each successful call (`on_success.rs`), if anything.
+    pub on_success: Option<Arc<dyn Handler>>,
     /// The name as a shared string, cloned into every call's context.
     pub name: Arc<str>,
 }
@@ -86,6 +88,7 @@ impl Registry {
             spec,
             handler,
             to_model_output,
+            on_success,
         } = tool;
         check_name(&spec.name).map_err(RegistrationError::InvalidName)?;
         if spec.policy.retry.attempts == 0 {
@@ -146,6 +149,7 @@ impl Registry {
                 output,
                 handler,
                 to_model_output,
+                on_success,
                 name,
             }),
         );

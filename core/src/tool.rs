@@ -21,6 +21,9 @@ pub struct Tool {
     /// Turns its data into what the model sees (`model_output.rs`); the app still gets the
     /// data.
     pub to_model_output: Option<Arc<dyn Handler>>,
+    /// Runs after each call that succeeded (`on_success.rs`): a notification, an outbox
+    /// record; never seen by the model.
+    pub on_success: Option<Arc<dyn Handler>>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -29,6 +32,7 @@ impl std::fmt::Debug for Tool {
             .field("spec", &self.spec)
             .field("has_handler", &self.handler.is_some())
             .field("has_to_model_output", &self.to_model_output.is_some())
+            .field("has_on_success", &self.on_success.is_some())
             .finish()
     }
 }
@@ -40,6 +44,7 @@ impl Tool {
             spec,
             handler: Some(handler),
             to_model_output: None,
+            on_success: None,
         }
     }
 
@@ -95,6 +100,7 @@ impl Tool {
             spec,
             handler: None,
             to_model_output: None,
+            on_success: None,
         }
     }
 
@@ -110,6 +116,18 @@ impl Tool {
     /// (`CallResult::model_output` holds the model's). See `docs/tools.md`.
     pub fn to_model_output(mut self, hook: Arc<dyn Handler>) -> Self {
         self.to_model_output = Some(hook);
+        self
+    }
+
+    /// Sets what runs after each call of the tool that succeeded, out of the model's reach:
+    /// a notification to the counterpart, an outbox record. It is called like a handler
+    /// (the call's caller, the tool's timeout) with `{"arguments": ..., "result": <data>}`,
+    /// once per run of the handler: not for a replayed duplicate, a cache hit, a refusal or a
+    /// failure. Its answer is ignored and its failure never changes the call's result (the
+    /// effect happened); the reason goes to the result's `detail` and the audit record. See
+    /// `docs/tools.md`.
+    pub fn on_success(mut self, hook: Arc<dyn Handler>) -> Self {
+        self.on_success = Some(hook);
         self
     }
 

@@ -47,6 +47,17 @@ pub(crate) struct Door {
     pub(crate) deadline: Option<Instant>,
 }
 
+/// How a handler's nested batch runs, beyond its calls ([`ToolCalls::run_with`]).
+#[derive(Default, Clone)]
+pub struct Nested {
+    /// What the nested handlers run on (a binding's event loop); `None` keeps the parent's.
+    pub host: Option<HostData>,
+    /// Cancels this batch alone; must be a child of the attempt's token.
+    pub cancel: Option<CancellationToken>,
+    /// Stop at the first failure and compensate the completed calls (`BatchOptions::atomic`).
+    pub atomic: bool,
+}
+
 /// A handler's way to run other tools of its engine ([`crate::ToolContext::tools`]). Cheap
 /// to clone: one pointer, so a context without it stays small.
 #[derive(Clone)]
@@ -140,6 +151,18 @@ impl ToolCalls {
         host: Option<HostData>,
         cancel: Option<CancellationToken>,
     ) -> BatchResult {
+        let options = Nested {
+            host,
+            cancel,
+            atomic: false,
+        };
+        self.run_with(calls, options).await
+    }
+
+    /// [`ToolCalls::run`] with every option of a nested batch: with `atomic`, once a call
+    /// fails no further call starts and the completed ones are compensated (a hold released
+    /// when the booking that needed it failed); the report is the result's `rollback`.
+    pub async fn run_with(&self, calls: Vec<Call>, nested: Nested) -> BatchResult {
         let reach = &self.0;
         let ids: Vec<(String, String)> = calls
             .iter()
@@ -150,9 +173,10 @@ impl ToolCalls {
             .map(|at| at.saturating_duration_since(Instant::now()).as_millis() as u64);
         let options = BatchOptions {
             deadline_ms,
-            cancel: Some(cancel.unwrap_or_else(|| reach.cancel.child_token())),
-            host: host.or_else(|| reach.host.clone()),
+            cancel: Some(nested.cancel.unwrap_or_else(|| reach.cancel.child_token())),
+            host: nested.host.or_else(|| reach.host.clone()),
             lineage: Some(Arc::new(reach.lineage.clone())),
+            atomic: nested.atomic,
             ..BatchOptions::default()
         };
         let (reply, answer) = oneshot::channel();

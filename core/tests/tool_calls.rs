@@ -5,7 +5,8 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tooljig::{
-    BatchOptions, Call, Caller, Engine, HandlerError, MemoryAudit, Tool, ToolSpec, handler_fn,
+    BatchOptions, Call, Caller, Engine, Envelope, ErrorCode, HandlerError, MemoryAudit, Nested,
+    Tool, ToolSpec, handler_fn,
 };
 
 fn spec(name: &str, policy: Value) -> ToolSpec {
@@ -210,5 +211,100 @@ async fn loops_are_refused_and_the_deadline_is_inherited() {
     assert_eq!(
         one(&engine, "plain").await.envelope.data(),
         Some(&json!(false))
+    );
+}
+
+/// Two-phase booking from one handler: `hold` then `book` in an atomic nested batch; when
+/// `book` fails, the hold is compensated and the report comes back with the batch.
+#[tokio::test]
+async fn an_atomic_nested_batch_compensates_what_it_did_when_a_call_fails() {
+    let log: Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let engine = Engine::new();
+    let l = log.clone();
+    engine
+        .register(Tool::new(
+            spec("hold", json!({"compensation": "release"})),
+            handler_fn(move |args, _| {
+                let l = l.clone();
+                async move {
+                    l.lock().unwrap().push(format!("hold {}", args["slot"]));
+                    Ok(json!({"hold": format!("h-{}", args["slot"])}))
+                }
+            }),
+        ))
+        .unwrap();
+    let l = log.clone();
+    engine
+        .register(Tool::new(
+            spec("release", json!({})),
+            handler_fn(move |args, _| {
+                let l = l.clone();
+                async move {
+                    l.lock()
+                        .unwrap()
+                        .push(format!("release {}", args["result"]["hold"]));
+                    Ok(json!(true))
+                }
+            }),
+        ))
+        .unwrap();
+    engine
+        .register(Tool::new(
+            spec("book", json!({})),
+            handler_fn(|args, _| async move {
+                if args["slot"] == 2 {
+                    return Err(HandlerError::tool(
+                        ErrorCode::Conflict,
+                        "the slot was taken",
+                    ));
+                }
+                Ok(json!({"booked": args["slot"]}))
+            }),
+        ))
+        .unwrap();
+    engine
+        .register(Tool::new(
+            spec("confirm", json!({"may_call": ["hold", "book"]})),
+            handler_fn(|args, ctx| async move {
+                let tools = ctx.tools.clone().ok_or_else(|| HandlerError::unexpected("no tools"))?;
+                let slot = args["slot"].clone();
+                let calls = vec![
+                    Call::new("hold", "hold", json!({"slot": slot})),
+                    Call::new("book", "book", json!({"slot": slot})).depends_on("hold"),
+                ];
+                let nested = Nested { atomic: true, ..Nested::default() };
+                let out = tools.run_with(calls, nested).await;
+                Ok(json!({
+                    "booked": out.results.iter().all(|r| r.envelope.is_ok()),
+                    "rollback": out.rollback.map(|r| r.entries.iter().map(|e| json!(e.outcome)).collect::<Vec<_>>()),
+                }))
+            }),
+        ))
+        .unwrap();
+    let out = engine
+        .run(
+            vec![
+                Call::new("ok", "confirm", json!({"slot": 1})),
+                Call::new("taken", "confirm", json!({"slot": 2})),
+            ],
+            Caller::principal("u1"),
+            BatchOptions {
+                concurrency: Some(1),
+                ..BatchOptions::default()
+            },
+        )
+        .await;
+    assert_eq!(
+        out.results[0].envelope,
+        Envelope::Ok(json!({"booked": true, "rollback": null}))
+    );
+    assert_eq!(
+        out.results[1].envelope,
+        Envelope::Ok(json!({"booked": false, "rollback": ["compensated"]}))
+    );
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["hold 1", "hold 2", "release \"h-2\""],
+        "the second hold was released, the first kept"
     );
 }

@@ -20,7 +20,18 @@ const raw = tool<{ a: number }>({
   execute: ({ a }) => a * 2,
 })
 
+const book = tool({
+  inputSchema: z.object({ room: z.number() }),
+  execute: ({ room }) => ({ booked: room }),
+  onSuccess: async ({ arguments: args }, ctx) => {
+    const room: number = args.room
+    void [room, ctx.callId]
+  },
+})
+
 const engine = new Engine({ limits: { maxDepth: 10 } })
+engine.register('book', book)
+engine.registerSpec({ name: 'ping' }, () => 'pong', { onSuccess: (event) => void event.result })
 engine.register('weather', weather, { timeoutMs: 5000, retry: { attempts: 3, on: ['timeout'] }, after: [] })
 engine.register('raw', raw)
 

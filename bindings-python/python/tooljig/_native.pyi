@@ -93,6 +93,7 @@ class Engine:
         invoke: Callable[[dict[str, Any], ToolContext], Any] | None,
         is_async: bool,
         present: tuple[Callable[[Any, ToolContext], Any], bool] | None = None,
+        on_success: tuple[Callable[[Any, ToolContext], Any], bool] | None = None,
     ) -> None: ...
     def specs(self) -> list[dict[str, Any]]: ...
     def serve_mcp_http(
@@ -296,8 +297,9 @@ class ToolContext:
         """Reports how far the call is (``fraction`` 0 to 1, a message); a no-op unheard."""
     def partial(self, output: Any) -> None:
         """Hands out a partial output before the result (a preliminary tool output)."""
-    def run(self, calls: Iterable[Mapping[str, Any]]) -> asyncio.Future[BatchResult]:
-        """Runs other tools of the engine as one batch (the policy's ``may_call``)."""
+    def run(self, calls: Iterable[Mapping[str, Any]], *, atomic: bool = False) -> asyncio.Future[BatchResult]:
+        """Runs other tools of the engine as one batch (the policy's ``may_call``); with
+        ``atomic``, the completed calls are compensated when one fails."""
     def call(self, tool: str, arguments: Any = None) -> asyncio.Future[CallResult]:
         """Runs one other tool of the engine (the policy's ``may_call``)."""
 

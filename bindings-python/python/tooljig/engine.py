@@ -231,6 +231,7 @@ class Engine(DurableRuns, McpEndpoints):
         max_output_bytes: int | None = None,
         on_output_too_large: str | None = None,
         to_model_output: Callable[..., Any] | None = None,
+        on_success: Callable[..., Any] | None = None,
         **policy: Any,
     ) -> Callable[[F], F]: ...
 
@@ -248,6 +249,7 @@ class Engine(DurableRuns, McpEndpoints):
         max_output_bytes: int | None = None,
         on_output_too_large: str | None = None,
         to_model_output: Callable[..., Any] | None = None,
+        on_success: Callable[..., Any] | None = None,
         **policy: Any,
     ) -> F | Callable[[F], F]:
         """Registers a typed function as a tool; use bare (``@engine.tool``) or with options.
@@ -258,7 +260,11 @@ class Engine(DurableRuns, McpEndpoints):
         ``max_output_bytes``, ``on_output_too_large`` (``"truncate"`` or ``"error"``), and
         any other policy field the core knows. ``to_model_output(data)`` (or ``(data, ctx)``;
         may be async) turns the tool's data into what the model reads, the app still getting
-        the data (docs/tools.md). The function is returned unchanged.
+        the data (docs/tools.md). ``on_success(event)`` (or ``(event, ctx)``; may be async)
+        runs after each call that succeeded, out of the model's reach (a notification, an
+        outbox record), with ``{"arguments": ..., "result": <data>}``: never for a refusal,
+        a failure or a replayed duplicate; its failure leaves the result as it was and says
+        why in ``detail``. The function is returned unchanged.
         """
         options = _policy(timeout_ms, retry, after, max_output_bytes, on_output_too_large, policy)
 
@@ -273,6 +279,7 @@ class Engine(DurableRuns, McpEndpoints):
                 output_schema,
                 options,
                 to_model_output,
+                on_success,
             )
             return f
 
@@ -287,6 +294,7 @@ class Engine(DurableRuns, McpEndpoints):
         *,
         output_schema: Mapping[str, Any] | bool | type | None = None,
         to_model_output: Callable[..., Any] | None = None,
+        on_success: Callable[..., Any] | None = None,
         **policy: Any,
     ) -> None:
         """Registers a tool with a raw JSON Schema (draft 2020-12 or draft 7).
@@ -295,7 +303,8 @@ class Engine(DurableRuns, McpEndpoints):
         arguments dict; it may be ``def`` or ``async def``. ``handler=None`` registers a
         client-side tool: its calls end as ``pending_external``. ``input_schema=None`` accepts
         any object; a boolean schema (``True`` accepts anything, ``False`` nothing) is taken
-        as JSON Schema defines it. Policy as for :meth:`tool`.
+        as JSON Schema defines it. Policy, ``to_model_output`` and ``on_success`` as for
+        :meth:`tool`.
         """
         retry = policy.pop("retry", None)
         options = _policy(_DEFAULT, retry, None, None, None, policy)
@@ -307,7 +316,15 @@ class Engine(DurableRuns, McpEndpoints):
             else dict(input_schema)
         )
         self._register(
-            name, description, schema, invoke, is_async, output_schema, options, to_model_output
+            name,
+            description,
+            schema,
+            invoke,
+            is_async,
+            output_schema,
+            options,
+            to_model_output,
+            on_success,
         )
 
     def register_spec(
@@ -316,15 +333,22 @@ class Engine(DurableRuns, McpEndpoints):
         handler: Callable[..., Any] | None = None,
         *,
         to_model_output: Callable[..., Any] | None = None,
+        on_success: Callable[..., Any] | None = None,
     ) -> None:
         """Registers a tool from its spec as data (``name``, ``description``,
         ``input_schema``, ``output_schema``, ``policy``, ``original_name``), as
-        :meth:`specs` exports it and :func:`tooljig.import_tools` makes it. ``handler`` and
-        ``to_model_output`` as for :meth:`register`; without a handler, the tool is
-        client-side."""
+        :meth:`specs` exports it and :func:`tooljig.import_tools` makes it. ``handler``,
+        ``to_model_output`` and ``on_success`` as for :meth:`register`; without a handler,
+        the tool is client-side."""
         invoke = invoker_for_schema(handler) if handler is not None else None
         is_async = handler is not None and is_async_callable(handler)
-        self._native.register(dict(spec), invoke, is_async, _presenter(to_model_output))
+        self._native.register(
+            dict(spec),
+            invoke,
+            is_async,
+            _hook("to_model_output", to_model_output),
+            _hook("on_success", on_success),
+        )
 
     def _register(
         self,
@@ -336,6 +360,7 @@ class Engine(DurableRuns, McpEndpoints):
         output_schema: Mapping[str, Any] | bool | type | None,
         policy: dict[str, Any],
         to_model_output: Callable[..., Any] | None = None,
+        on_success: Callable[..., Any] | None = None,
     ) -> None:
         spec: dict[str, Any] = {"name": name, "description": description, "policy": policy}
         if input_schema is not None:
@@ -343,7 +368,13 @@ class Engine(DurableRuns, McpEndpoints):
         out = output_schema_of(output_schema)
         if out is not None:
             spec["output_schema"] = out
-        self._native.register(spec, invoke, is_async, _presenter(to_model_output))
+        self._native.register(
+            spec,
+            invoke,
+            is_async,
+            _hook("to_model_output", to_model_output),
+            _hook("on_success", on_success),
+        )
 
     def register_openapi(
         self,
@@ -501,15 +532,15 @@ def _app_callable(what: str, f: Callable[..., Any]) -> tuple[Callable[..., Any],
     return f, is_async_callable(f)
 
 
-def _presenter(to_model_output: Callable[..., Any] | None) -> tuple[Any, bool] | None:
-    """A ``to_model_output`` hook as the native layer takes it: its invoker and whether it is
-    async. It is called like a handler, with the tool's data (and the context, if it takes
-    two parameters)."""
-    if to_model_output is None:
+def _hook(name: str, hook: Callable[..., Any] | None) -> tuple[Any, bool] | None:
+    """A tool's hook (``to_model_output``, ``on_success``) as the native layer takes it: its
+    invoker and whether it is async. It is called like a handler, with its one input (and
+    the context, if it takes two parameters)."""
+    if hook is None:
         return None
-    if not callable(to_model_output):
-        raise InvalidPolicyError(f"to_model_output must be a function, not {to_model_output!r}")
-    return (invoker_for_schema(to_model_output), is_async_callable(to_model_output))
+    if not callable(hook):
+        raise InvalidPolicyError(f"{name} must be a function, not {hook!r}")
+    return (invoker_for_schema(hook), is_async_callable(hook))
 
 
 def _policy(
