@@ -185,6 +185,12 @@ export interface Policy {
   /** Tools this tool's handler may call through `ctx.call` / `ctx.run` (`'*'`: any). */
   mayCall?: string[]
   /**
+   * Only other tools call it (`ctx.call` / `ctx.run`), never a model: left out of the specs a
+   * model is handed and of tool search; a call in a batch no handler made is refused
+   * `permission_denied` (`reason: 'internal'`).
+   */
+  internal?: boolean
+  /**
    * How long a background job the handler accepts (`return accepted(job)`) may take before
    * its call ends as a `timeout`, in ms; unset, the engine's `externalExpiryMs`.
    */

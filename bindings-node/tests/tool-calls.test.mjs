@@ -44,14 +44,14 @@ test('a loop between tools is refused, as data', async () => {
 test('an atomic nested batch releases the hold when the booking fails', async () => {
   const log = []
   const engine = new Engine()
-    .register('hold', tool({ execute: ({ slot }) => (log.push(`hold ${slot}`), { hold: `h-${slot}` }) }), { compensation: 'release' })
-    .register('release', tool({ execute: ({ result }) => (log.push(`release ${result.hold}`), true) }))
+    .register('hold', tool({ execute: ({ slot }) => (log.push(`hold ${slot}`), { hold: `h-${slot}` }) }), { compensation: 'release', internal: true })
+    .register('release', tool({ execute: ({ result }) => (log.push(`release ${result.hold}`), true) }), { internal: true })
     .register('book', tool({
       execute: ({ slot }) => {
         if (slot === 2) throw new ToolError('conflict', 'the slot was taken')
         return 'booked'
       },
-    }))
+    }), { internal: true })
     .register('confirm', tool({
       execute: async ({ slot }, ctx) => {
         const out = await ctx.run([
@@ -68,4 +68,11 @@ test('an atomic nested batch releases the hold when the booking fails', async ()
   assert.deepEqual(out.results[0].envelope.data, { book: true, rollback: null })
   assert.deepEqual(out.results[1].envelope.data, { book: false, rollback: ['compensated'] })
   assert.deepEqual(log, ['hold 1', 'hold 2', 'release h-2'])
+
+  // The steps are internal: a model neither sees nor calls them.
+  assert.deepEqual(engine.specs({}).map((s) => s.name), ['confirm'])
+  const direct = await engine.run([{ id: 'h', tool: 'hold', arguments: { slot: 3 } }])
+  assert.equal(direct.results[0].envelope.error.code, 'permission_denied')
+  assert.equal(direct.results[0].envelope.error.reason, 'internal')
+  assert.equal(log.length, 3)
 })

@@ -61,19 +61,19 @@ async def test_an_atomic_nested_batch_releases_the_hold_when_the_booking_fails()
     engine = tooljig.Engine()
     log: list[str] = []
 
-    @engine.tool(compensation="release")
+    @engine.tool(compensation="release", internal=True)
     def hold(slot: int) -> dict[str, str]:
         """Holds a slot."""
         log.append(f"hold {slot}")
         return {"hold": f"h-{slot}"}
 
-    @engine.tool
+    @engine.tool(internal=True)
     def release(arguments: dict[str, object], result: dict[str, str]) -> bool:
         """Releases a hold."""
         log.append(f"release {result['hold']}")
         return True
 
-    @engine.tool
+    @engine.tool(internal=True)
     def book(slot: int) -> str:
         """Books the slot."""
         if slot == 2:
@@ -100,3 +100,10 @@ async def test_an_atomic_nested_batch_releases_the_hold_when_the_booking_fails()
     assert out.get("ok").envelope["data"] == {"book": None, "rollback": None}
     assert out.get("taken").envelope["data"] == {"book": "conflict", "rollback": ["compensated"]}
     assert log == ["hold 1", "hold 2", "release h-2"]
+
+    # The steps are internal: a model neither sees nor calls them.
+    assert [s["name"] for s in engine.specs_for()] == ["confirm"]
+    direct = await engine.run([{"id": "h", "tool": "hold", "arguments": {"slot": 3}}])
+    assert direct.get("h").error_code == "permission_denied"
+    assert direct.get("h").envelope["error"]["reason"] == "internal"
+    assert len(log) == 3

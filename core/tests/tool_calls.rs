@@ -223,7 +223,7 @@ async fn an_atomic_nested_batch_compensates_what_it_did_when_a_call_fails() {
     let l = log.clone();
     engine
         .register(Tool::new(
-            spec("hold", json!({"compensation": "release"})),
+            spec("hold", json!({"compensation": "release", "internal": true})),
             handler_fn(move |args, _| {
                 let l = l.clone();
                 async move {
@@ -236,7 +236,7 @@ async fn an_atomic_nested_batch_compensates_what_it_did_when_a_call_fails() {
     let l = log.clone();
     engine
         .register(Tool::new(
-            spec("release", json!({})),
+            spec("release", json!({"internal": true})),
             handler_fn(move |args, _| {
                 let l = l.clone();
                 async move {
@@ -250,7 +250,7 @@ async fn an_atomic_nested_batch_compensates_what_it_did_when_a_call_fails() {
         .unwrap();
     engine
         .register(Tool::new(
-            spec("book", json!({})),
+            spec("book", json!({"internal": true})),
             handler_fn(|args, _| async move {
                 if args["slot"] == 2 {
                     return Err(HandlerError::tool(
@@ -307,4 +307,26 @@ async fn an_atomic_nested_batch_compensates_what_it_did_when_a_call_fails() {
         ["hold 1", "hold 2", "release \"h-2\""],
         "the second hold was released, the first kept"
     );
+
+    // The steps are internal: a model neither sees nor calls them.
+    let caller = Caller::principal("u1");
+    let names: Vec<String> = engine
+        .specs_for(&caller)
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(names, ["confirm"]);
+    let direct = engine
+        .run(
+            vec![Call::new("h", "hold", json!({"slot": 3}))],
+            caller,
+            BatchOptions::default(),
+        )
+        .await;
+    let Envelope::Error(e) = &direct.results[0].envelope else {
+        panic!("{:?}", direct.results[0])
+    };
+    assert_eq!(e.code, ErrorCode::PermissionDenied);
+    assert_eq!(e.details["reason"], "internal");
+    assert_eq!(log.lock().unwrap().len(), 3, "nothing ran");
 }

@@ -45,7 +45,7 @@ impl Engine {
     /// Whether `caller` may see the tool `spec`: the same test [`Engine::specs_for`] applies.
     pub fn visible_to<'a>(&'a self, caller: &'a Caller) -> impl Fn(&ToolSpec) -> bool + 'a {
         let settings = self.guards.settings.load_full();
-        move |spec| access::check(spec, caller, &settings).is_ok()
+        move |spec| !spec.policy.internal && access::check(spec, caller, &settings).is_ok()
     }
 
     /// The specs to hand a model for `caller`: only the tools this caller may use (enabled,

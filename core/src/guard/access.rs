@@ -170,6 +170,16 @@ pub fn alternatives(required: &str) -> impl Iterator<Item = String> + '_ {
     }))
 }
 
+/// The refusal of a model's call to an internal tool (`Policy::internal`): only other tools
+/// call it.
+pub fn internal(tool: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::PermissionDenied,
+        format!("the tool {tool:?} is run by other tools only; do not call it"),
+    )
+    .with("reason", "internal")
+}
+
 /// The static half of step 5: enabled flags, roles, scopes, in that order. Needs no
 /// arguments, so it runs before any app code does for the call.
 pub fn check(spec: &ToolSpec, caller: &Caller, settings: &Settings) -> Result<(), ToolError> {

@@ -100,6 +100,13 @@ fn unexpected(result: &mut CallResult, detail: String) -> Envelope {
 /// Static access, then hidden arguments and resolvers (before validation). `Break` means
 /// the call was refused and `result` says why.
 pub async fn admit(guards: &Guards, job: &mut Job, result: &mut CallResult) -> ControlFlow<()> {
+    if job.tool.spec.policy.internal && job.parent.is_none() {
+        return refuse(
+            job,
+            result,
+            Envelope::Error(access::internal(&job.tool.spec.name)),
+        );
+    }
     if let Err(e) = access::check(&job.tool.spec, &job.caller, &guards.settings.load()) {
         return refuse(job, result, Envelope::Error(e));
     }

@@ -76,6 +76,12 @@ pub struct Policy {
     /// none. See `docs/tools.md`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub may_call: Vec<String>,
+    /// Only other tools call it (through `ctx.tools`), never a model: it is left out of the
+    /// specs a model is handed and of tool search, and a call in a batch of its own (one no
+    /// handler made) is refused `permission_denied` (`reason: internal`). The steps of a
+    /// two-phase action (hold, book, release) are such tools.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub internal: bool,
     /// Most characters of the tool's data the model sees (after `to_model_output`); longer,
     /// it sees a marked prefix. The app still gets the whole result. Unset, no budget.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -158,6 +164,7 @@ impl Default for Policy {
             redact: BTreeMap::new(),
             audit_output: false,
             may_call: Vec::new(),
+            internal: false,
             job_expiry_ms: None,
             model_output_max_chars: None,
             model_output_max_tokens: None,
