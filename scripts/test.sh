@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test of the project: Rust core, Python package, Node package, the inbox in a
+# Runs every test of the project: Rust core, Python package, Node package, the seed apps, the inbox in a
 # browser, UI stream check, the MCP conformance suite, and the fuzz targets for a bounded time.
 # Each part installs what it needs (venv, maturin, npm packages) on first run.
 set -euo pipefail
@@ -27,7 +27,7 @@ run() {
 
 run "rust" cargo test -p tooljig -p tooljig-cli --all-targets --no-fail-fast
 run "rust-doc" cargo test -p tooljig --doc
-for part in bindings-python bindings-node tests/inbox-browser tests/ui-stream tests/mcp-conformance; do
+for part in bindings-python bindings-node apps tests/inbox-browser tests/ui-stream tests/mcp-conformance; do
   if [ -f "$part/run-tests.sh" ]; then
     run "$part" bash "$part/run-tests.sh"
   else
