@@ -17,9 +17,10 @@ export declare class NativeAgent {
    * deadlineMs, tokenBudget, batchDeadlineMs}, mode, responderTools, protocol, maxTokens,
    * temperature, concurrency}`.
    * `selector` is the index, in the engine's JS table, of the app's pick of each turn's
-   * tools (`selectTools`), called like a handler with `{message, tools}`.
+   * tools (`selectTools`), called like a handler with `{message, tools}`; `reviewer` the
+   * same of its review of each turn's plan (`reviewPlan`), with `{message, calls, tools}`.
    */
-  constructor(engine: JsEngine, planner: JsModel, responder?: JsModel | undefined | null, options?: any | undefined | null, selector?: number | undefined | null)
+  constructor(engine: JsEngine, planner: JsModel, responder?: JsModel | undefined | null, options?: any | undefined | null, selector?: number | undefined | null, reviewer?: number | undefined | null)
   /** A new conversation state (core JSON text) whose first user message is `message`. */
   static newState(message: string): string
   /** A state over an existing neutral conversation (camelCase or snake_case keys). */

@@ -335,10 +335,13 @@ function runOptions(options) {
  * concurrency, offerTools, selectTools}` (`offerTools`: at most this many tools a turn, the
  * best matches of the user's latest message plus `search_tools`; `selectTools(message, tools)`,
  * may be async: the names of the tools a turn offers, picked from the specs the caller may
- * use; names it makes up are ignored, and if it throws every candidate is offered). The
- * responder may also be the third argument.
+ * use; names it makes up are ignored, and if it throws every candidate is offered;
+ * `reviewPlan(message, calls, tools)`, may be async: the last word on each turn's plan, the
+ * calls to run (`{id?, name, arguments?}`) from the model's (`{id, name, arguments}`) and the
+ * names of the tools the caller may use, such as a needed call the model skipped; if it
+ * throws the model's calls run). The responder may also be the third argument.
  */
-/** Frees an agent's selector from its engine's table once the agent is collected. */
+/** Frees an agent's hooks from its engine's table once the agent is collected. */
 const selectors = new FinalizationRegistry((release) => release())
 
 export class Agent {
@@ -355,7 +358,7 @@ export class Agent {
       options = responder
       responder = options?.responder
     }
-    const { responder: _ignored, selectTools, ...rest } = options ?? {}
+    const { responder: _ignored, selectTools, reviewPlan, ...rest } = options ?? {}
     const nativeEng = nativeEngine(engine)
     if (!nativeEng) throw new TypeError('Agent needs a tooljig Engine')
     let selector = null
@@ -365,7 +368,14 @@ export class Agent {
       selectors.register(this, release)
       selector = index
     }
-    this.#native = new NativeAgent(nativeEng, Model.native(model), responder ? Model.native(responder) : null, rest, selector)
+    let reviewer = null
+    if (reviewPlan !== undefined) {
+      if (typeof reviewPlan !== 'function') throw new TypeError('reviewPlan must be a function')
+      const [index, release] = appFunction(engine, 'review_plan', (request) => reviewPlan(request.message, request.calls, request.tools))
+      selectors.register(this, release)
+      reviewer = index
+    }
+    this.#native = new NativeAgent(nativeEng, Model.native(model), responder ? Model.native(responder) : null, rest, selector, reviewer)
   }
 
   #start(action, state, input, options) {

@@ -748,6 +748,28 @@ export interface AgentOptions {
    * it throws, every candidate is offered.
    */
   selectTools?: (message: string, tools: ToolSpec[]) => string[] | Promise<string[]>
+  /**
+   * The last word on each turn's plan, before it runs: the user's latest message, the model's
+   * calls and the names of the tools the caller may use in, the calls to run out (the model's,
+   * fewer, or a needed one the model skipped). An `id` of a model's call keeps it (its
+   * arguments replaced when given); a tool the caller may not use is dropped; if it throws,
+   * the model's calls run.
+   */
+  reviewPlan?: (message: string, calls: PlannedCall[], tools: string[]) => ReviewedCall[] | Promise<ReviewedCall[]>
+}
+
+/** A call the planner asked for, as `reviewPlan` sees it. */
+export interface PlannedCall {
+  id: string
+  name: string
+  arguments: unknown
+}
+
+/** A call `reviewPlan` answers: one of the model's (by `id`) or a new one. */
+export interface ReviewedCall {
+  id?: string
+  name: string
+  arguments?: unknown
 }
 
 /** A run: its events (`for await`) and its outcome (`await run` or `run.outcome`). */

@@ -43,7 +43,8 @@ impl JsAgent {
     /// deadlineMs, tokenBudget, batchDeadlineMs}, mode, responderTools, protocol, maxTokens,
     /// temperature, concurrency}`.
     /// `selector` is the index, in the engine's JS table, of the app's pick of each turn's
-    /// tools (`selectTools`), called like a handler with `{message, tools}`.
+    /// tools (`selectTools`), called like a handler with `{message, tools}`; `reviewer` the
+    /// same of its review of each turn's plan (`reviewPlan`), with `{message, calls, tools}`.
     #[napi(constructor)]
     pub fn new(
         engine: &JsEngine,
@@ -51,6 +52,7 @@ impl JsAgent {
         responder: Option<&JsModel>,
         options: Option<Value>,
         selector: Option<u32>,
+        reviewer: Option<u32>,
     ) -> napi::Result<Self> {
         let options: AgentOptions = match options {
             None | Some(Value::Null) => AgentOptions::default(),
@@ -62,6 +64,9 @@ impl JsAgent {
         }
         if let Some(index) = selector {
             agent = agent.select_tools(Arc::new(JsHandler::new(engine.dispatcher(), index)));
+        }
+        if let Some(index) = reviewer {
+            agent = agent.review_plan(Arc::new(JsHandler::new(engine.dispatcher(), index)));
         }
         Ok(JsAgent {
             agent: Arc::new(agent),

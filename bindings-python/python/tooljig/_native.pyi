@@ -471,6 +471,7 @@ class Agent:
         responder: Model | None = None,
         options: Mapping[str, Any] | None = None,
         select_tools: tuple[Callable[[Any, ToolContext], Any], bool] | None = None,
+        review_plan: tuple[Callable[[Any, ToolContext], Any], bool] | None = None,
     ) -> Agent: ...
     @property
     def options(self) -> dict[str, Any]: ...

@@ -289,7 +289,12 @@ class Agent:
     :class:`AgentOptions` dict. ``select_tools(message, tools)`` (may be async) picks the
     tools a turn offers: it gets the user's latest message and the specs the caller may use
     (after ``offer_tools``), and returns the names to offer, in order; names it makes up are
-    ignored, and if it fails every candidate is offered (docs/tools.md). Every method takes
+    ignored, and if it fails every candidate is offered (docs/tools.md).
+    ``review_plan(message, calls, tools)`` (may be async) has the last word on each turn's
+    plan before it runs: it gets the user's message, the model's calls (``{"id", "name",
+    "arguments"}``) and the names of the tools the caller may use, and returns the calls to
+    run (``{"id"?, "name", "arguments"?}``): the model's, fewer, or a needed one the model
+    skipped; if it fails the model's calls run (docs/agent-loop.md). Every method takes
     the :class:`AgentState` to advance; it is updated in place when the call returns (a
     cancelled call leaves it as it was)."""
 
@@ -301,6 +306,7 @@ class Agent:
         responder: Model | None = None,
         options: AgentOptions | Mapping[str, Any] | None = None,
         select_tools: Callable[[str, list[dict[str, Any]]], Any] | None = None,
+        review_plan: Callable[[str, list[dict[str, Any]], list[str]], Any] | None = None,
     ) -> None:
         selector = None
         if select_tools is not None:
@@ -308,12 +314,22 @@ class Agent:
                 raise InvalidInputError(f"select_tools must be a function, not {select_tools!r}")
             pick = select_tools
             selector = (lambda request, ctx: pick(request["message"], request["tools"]), is_async_callable(pick))
+        reviewer = None
+        if review_plan is not None:
+            if not callable(review_plan):
+                raise InvalidInputError(f"review_plan must be a function, not {review_plan!r}")
+            review = review_plan
+            reviewer = (
+                lambda request, ctx: review(request["message"], request["calls"], request["tools"]),
+                is_async_callable(review),
+            )
         self._native = _native.Agent(
             engine._native,
             model,
             responder=responder,
             options=dict(options) if options is not None else None,
             select_tools=selector,
+            review_plan=reviewer,
         )
 
     @property

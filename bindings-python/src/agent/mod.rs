@@ -48,6 +48,8 @@ pub struct PyAgent {
     options: AgentOptions,
     /// The app's pick of each turn's tools, run like a handler.
     selector: Option<Arc<dyn tooljig::Handler>>,
+    /// The app's last word on each turn's plan, run like a handler.
+    reviewer: Option<Arc<dyn tooljig::Handler>>,
 }
 
 #[pymethods]
@@ -56,16 +58,22 @@ impl PyAgent {
     /// tools ran (e.g. a small planner, a larger responder); `options` is a dict of
     /// `AgentOptions` (`system`, `limits`, `mode`, `responder_tools`, `protocol`,
     /// `max_tokens`, `temperature`, `concurrency`); `select_tools` is `(invoke, is_async)` of
-    /// the app's pick of each turn's tools, called like a handler with `{message, tools}`.
+    /// the app's pick of each turn's tools, called like a handler with `{message, tools}`;
+    /// `review_plan` the same of its review of each turn's plan, with `{message, calls, tools}`.
     #[new]
-    #[pyo3(signature = (engine, model, *, responder = None, options = None, select_tools = None))]
+    #[pyo3(signature = (engine, model, *, responder = None, options = None, select_tools = None, review_plan = None))]
     fn new(
         engine: &Bound<'_, PyEngine>,
         model: &Bound<'_, PyModel>,
         responder: Option<&Bound<'_, PyModel>>,
         options: Option<&Bound<'_, PyAny>>,
         select_tools: Option<(Py<PyAny>, bool)>,
+        review_plan: Option<(Py<PyAny>, bool)>,
     ) -> PyResult<Self> {
+        let hook = |(f, is_async): (Py<PyAny>, bool)| {
+            let kind = if is_async { Kind::Async } else { Kind::Sync };
+            Arc::new(PyHandler::new(f, kind)) as Arc<dyn tooljig::Handler>
+        };
         let options = match options.filter(|o| !o.is_none()) {
             Some(o) => read(o, "agent options")?,
             None => AgentOptions::default(),
@@ -75,10 +83,8 @@ impl PyAgent {
             planner: model.get().inner.clone(),
             responder: responder.map(|r| r.get().inner.clone()),
             options,
-            selector: select_tools.map(|(f, is_async)| {
-                let kind = if is_async { Kind::Async } else { Kind::Sync };
-                Arc::new(PyHandler::new(f, kind)) as Arc<dyn tooljig::Handler>
-            }),
+            selector: select_tools.map(hook),
+            reviewer: review_plan.map(hook),
         })
     }
 
@@ -171,6 +177,9 @@ impl PyAgent {
         }
         if let Some(s) = &self.selector {
             agent = agent.select_tools(s.clone());
+        }
+        if let Some(r) = &self.reviewer {
+            agent = agent.review_plan(r.clone());
         }
         let guard = RunGuard::new(cell.clone(), host.clone());
         let back = shared.clone();

@@ -42,6 +42,7 @@
 //! ```
 
 pub mod answer;
+mod app_hook;
 mod context;
 mod executor;
 pub mod fallback;
@@ -53,6 +54,7 @@ pub mod model;
 mod model_call;
 pub mod options;
 mod outcome;
+mod plan_review;
 mod result_events;
 mod run_loop;
 pub mod runner;

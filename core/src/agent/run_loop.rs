@@ -81,7 +81,16 @@ impl Agent {
                 None => (answer.turn.tool_calls.clone(), true),
             };
             let mut turn = answer.turn.clone();
-            turn.tool_calls = calls;
+            // The app's last word on the plan (a refused model turn stays refused).
+            let refused = matches!(
+                turn.finish_reason,
+                FinishReason::Refusal | FinishReason::ContentFilter
+            );
+            turn.tool_calls = if planning && !refused {
+                self.reviewed(ctx, calls).await
+            } else {
+                calls
+            };
             self.unique_ids(ctx, &mut turn);
             let answer = Answer { turn, ..answer };
             // A JSON plan is never shown: it is for tooljig, not the user.

@@ -40,6 +40,8 @@ pub struct Agent {
     pub(super) host: Option<crate::handler::HostData>,
     /// The app's pick of the tools offered each turn (`tool_selection.rs`).
     pub(super) selector: Option<Arc<dyn crate::handler::Handler>>,
+    /// The app's last word on each turn's plan (`plan_review.rs`).
+    pub(super) reviewer: Option<Arc<dyn crate::handler::Handler>>,
 }
 
 impl Agent {
@@ -52,6 +54,7 @@ impl Agent {
             options: AgentOptions::default(),
             host: None,
             selector: None,
+            reviewer: None,
         }
     }
 
@@ -74,6 +77,15 @@ impl Agent {
     /// the names to offer, in order (see `tool_selection.rs`).
     pub fn select_tools(mut self, hook: Arc<dyn crate::handler::Handler>) -> Self {
         self.selector = Some(hook);
+        self
+    }
+
+    /// Lets the app review each turn's plan before it runs: `hook` is called like a handler
+    /// with `{"message", "calls": [{"id", "name", "arguments"}], "tools": [names the caller may
+    /// use]}` and returns the calls to run (`[{"id"?, "name", "arguments"?}]`): the model's,
+    /// fewer, or more, such as a needed call the model skipped (see `plan_review.rs`).
+    pub fn review_plan(mut self, hook: Arc<dyn crate::handler::Handler>) -> Self {
+        self.reviewer = Some(hook);
         self
     }
 

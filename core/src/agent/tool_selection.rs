@@ -11,16 +11,8 @@
 
 use super::Agent;
 use super::context::Ctx;
-use crate::handler::{HandlerError, ToolContext};
 use crate::spec::ToolSpec;
-use futures::FutureExt;
 use serde_json::{Value, json};
-use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
-use std::time::Duration;
-
-/// How long a selector may take before the turn goes on without it.
-const SELECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Agent {
     /// The tools offered this turn.
@@ -33,36 +25,17 @@ impl Agent {
             "message": ctx.state.last_user_text(),
             "tools": serde_json::to_value(&candidates).unwrap_or(Value::Null),
         });
-        let hook_ctx = ToolContext::for_hook(
-            Arc::from("select_tools"),
-            Arc::from("select_tools"),
-            Arc::new(ctx.caller.clone()),
-            Default::default(),
-            self.host.clone(),
-            Arc::from(ctx.state.run_id.as_str()),
-        );
-        let run = AssertUnwindSafe(selector.call(request, hook_ctx)).catch_unwind();
-        let picked = match tokio::time::timeout(SELECT_TIMEOUT, run).await {
-            Ok(Ok(Ok(Value::Array(names)))) => names,
-            Ok(Ok(Ok(other))) => {
+        let picked = match self
+            .ask_hook(ctx, "select_tools", selector.as_ref(), request)
+            .await
+        {
+            Ok(Value::Array(names)) => names,
+            Ok(other) => {
                 tracing::warn!(answer = %other, "select_tools answered no list of names; offering every candidate");
                 return candidates;
             }
-            Ok(Ok(Err(e))) => {
-                let why = match e {
-                    HandlerError::Tool(e) => e.message,
-                    HandlerError::Unexpected { detail } => detail,
-                    other => format!("{other:?}"),
-                };
+            Err(why) => {
                 tracing::warn!(error = %why, "select_tools failed; offering every candidate");
-                return candidates;
-            }
-            Ok(Err(_)) => {
-                tracing::warn!("select_tools panicked; offering every candidate");
-                return candidates;
-            }
-            Err(_) => {
-                tracing::warn!("select_tools did not answer in time; offering every candidate");
                 return candidates;
             }
         };
