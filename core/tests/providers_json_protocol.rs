@@ -152,3 +152,67 @@ fn bad_answers_are_refused_with_a_reason() {
     assert_eq!(plan.calls[0].tool, "a");
     assert_eq!(plan.calls[1].id, "call_1");
 }
+
+/// The same plan twice in one conversation: the second turn's ids are renamed (they were used
+/// in the first), and its `dependsOn` and `$from` follow the rename, so the dependent call
+/// runs with this turn's value.
+#[tokio::test]
+async fn a_plan_repeated_in_a_later_turn_keeps_its_references() {
+    use std::sync::Arc;
+    use tooljig::agent::{Agent, AgentOptions, AgentState, ScriptedModel, ToolProtocol};
+    use tooljig::providers::ModelTurn;
+
+    let engine = Engine::new();
+    engine
+        .register(Tool::from_fn(
+            "need",
+            "The need.",
+            json!({"type": "object"}),
+            |a: Value, _| async move { Ok(json!({"need": a["of"]})) },
+        ))
+        .unwrap();
+    engine
+        .register(Tool::from_fn(
+            "kb",
+            "Knowledge.",
+            json!({"type": "object", "required": ["query"]}),
+            |a: Value, _| async move {
+                Ok(json!(format!(
+                    "about {}",
+                    a["query"].as_str().unwrap_or("?")
+                )))
+            },
+        ))
+        .unwrap();
+    let plan = |of: &str| {
+        ModelTurn::text(
+            json!({"toolCalls": [
+                {"id": "n", "tool": "need", "params": {"of": of}},
+                {"id": "k", "tool": "kb", "dependsOn": ["n"], "params": {"query": {"$from": "n", "pointer": "/need"}}}
+            ]})
+            .to_string(),
+        )
+    };
+    let model = ScriptedModel::new(
+        "m",
+        [
+            plan("rest"),
+            ModelTurn::text("one"),
+            plan("trust"),
+            ModelTurn::text("two"),
+        ],
+    )
+    .shared();
+    let agent = Agent::new(Arc::new(engine), model.clone()).options(AgentOptions {
+        protocol: ToolProtocol::Json(JsonProtocol::default()),
+        ..Default::default()
+    });
+    let mut state = AgentState::new("first");
+    agent.run(&mut state, &Caller::default(), None).await;
+    let out = agent
+        .send(&mut state, "second", &Caller::default(), None)
+        .await;
+    assert_eq!(out.counters.tool_successes, 4, "{out:?}");
+    let answered = format!("{:?}", model.requests()[3].messages.last().unwrap());
+    assert!(answered.contains("about trust"), "{answered}");
+}

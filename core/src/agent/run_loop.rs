@@ -13,7 +13,8 @@ use crate::call::Call;
 use crate::providers::json_protocol::JsonProtocol;
 use crate::providers::{FinishReason, Message, ModelTurn, ToolCall, ToolChoice};
 use crate::stream::StreamEvent;
-use std::collections::HashSet;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 impl Agent {
@@ -214,9 +215,11 @@ impl Agent {
 
     /// Gives calls whose id was already used in the conversation a fresh one, so results
     /// never answer the wrong call.
+    /// A JSON plan's references to a renamed call (`dependsOn`, `$from`) follow the rename.
     fn unique_ids(&self, ctx: &mut Ctx<'_>, turn: &mut ModelTurn) {
         let mut used: HashSet<String> = ctx.state.call_ids.iter().cloned().collect();
         let step = ctx.state.counters.steps;
+        let mut renamed: HashMap<String, String> = HashMap::new();
         for c in &mut turn.tool_calls {
             if c.id.is_empty() || used.contains(&c.id) {
                 let base = if c.id.is_empty() { "call" } else { &c.id };
@@ -226,11 +229,75 @@ impl Agent {
                     n += 1;
                     id = format!("{base}_s{step}_{n}");
                 }
+                if !c.id.is_empty() {
+                    renamed.entry(c.id.clone()).or_insert_with(|| id.clone());
+                }
                 c.id = id;
             }
             used.insert(c.id.clone());
             ctx.state.call_ids.push(c.id.clone());
         }
+        if !renamed.is_empty() {
+            for c in &mut turn.tool_calls {
+                follow_renames(c, &renamed);
+            }
+        }
+    }
+}
+
+/// Points `call`'s references to other calls of its turn (`depends_on` in its provider data,
+/// `{"$from": id}` in its arguments) at their new ids.
+fn follow_renames(call: &mut ToolCall, renamed: &HashMap<String, String>) {
+    if let Some(Value::Array(ids)) = call
+        .provider_data
+        .as_mut()
+        .and_then(|d| d.get_mut("depends_on"))
+    {
+        for id in ids.iter_mut() {
+            if let Some(new) = id.as_str().and_then(|old| renamed.get(old)) {
+                *id = Value::String(new.clone());
+            }
+        }
+    }
+    match &mut call.arguments {
+        Value::String(text) => {
+            if let Ok(mut parsed) = serde_json::from_str::<Value>(text)
+                && rename_from(&mut parsed, renamed)
+            {
+                *text = parsed.to_string();
+            }
+        }
+        other => {
+            rename_from(other, renamed);
+        }
+    }
+}
+
+/// Renames the targets of `$from` references in `value`; whether any changed.
+fn rename_from(value: &mut Value, renamed: &HashMap<String, String>) -> bool {
+    match value {
+        Value::Object(map) => {
+            let mut changed = false;
+            if let Some(Value::String(target)) = map.get_mut("$from")
+                && let Some(new) = renamed.get(target.as_str())
+            {
+                *target = new.clone();
+                changed = true;
+            }
+            for v in map.values_mut() {
+                changed |= rename_from(v, renamed);
+            }
+            changed
+        }
+        Value::Array(items) => {
+            // Every item, not only up to the first change.
+            let mut changed = false;
+            for v in items {
+                changed |= rename_from(v, renamed);
+            }
+            changed
+        }
+        _ => false,
     }
 }
 
