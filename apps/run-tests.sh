@@ -7,7 +7,7 @@ repo="$(cd "$here/.." && pwd)"
 bash "$repo/bindings-python/setup.sh"
 py="$repo/.venv/bin/python"
 status=0
-for app in scheduling_assistant; do
+for app in scheduling_assistant nvc_companion; do
   echo "== $app"
   (cd "$here/$app" && "$py" -m pytest -q -ra --color=no -p no:cacheprovider \
     -o asyncio_default_fixture_loop_scope=function .) || status=1
