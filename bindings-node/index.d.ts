@@ -171,6 +171,11 @@ export declare class NativeEngine {
    */
   cancelRun(runId: string, reason?: string | undefined | null): Promise<string>
   /**
+   * Waits up to `timeoutMs` until none of the run's approval requests awaits a decision;
+   * resolves true once none does, false when the time ran out.
+   */
+  waitForDecisions(runId: string, timeoutMs: number): Promise<string>
+  /**
    * Undoes the completed calls of a run (or only `callId`), latest first; resolves with
    * the report.
    */

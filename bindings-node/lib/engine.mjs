@@ -596,6 +596,20 @@ export class Engine {
   }
 
   /**
+   * Waits until none of the run's approval requests awaits a decision (each decided, from any
+   * process sharing the store, or expired): resolves true once none does, false when
+   * `timeoutMs` ran out. Woken by the decision itself (PostgreSQL and Redis stores carry it
+   * between processes), so an agent suspended on approvals goes on as soon as the inbox
+   * decides; then `resume(runId)`.
+   * @param {string} runId
+   * @param {{timeoutMs?: number}} [options]
+   * @returns {Promise<boolean>}
+   */
+  async waitForDecisions(runId, { timeoutMs = 60_000 } = {}) {
+    return settled(await this.#native.waitForDecisions(String(runId), Math.max(0, Math.min(timeoutMs, 0xffffffff))))
+  }
+
+  /**
    * Undoes the completed calls of a run (or only `callId`), latest first; resolves with the report.
    * @param {string} runId
    * @param {string} [callId]

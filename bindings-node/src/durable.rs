@@ -327,6 +327,23 @@ impl JsEngine {
         })
     }
 
+    /// Waits up to `timeoutMs` until none of the run's approval requests awaits a decision;
+    /// resolves true once none does, false when the time ran out.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn wait_for_decisions<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+        timeout_ms: u32,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let timeout = std::time::Duration::from_millis(u64::from(timeout_ms));
+            let out = engine.wait_for_decisions(&run_id, timeout).await;
+            Ok(answer(out.map(Value::Bool)))
+        })
+    }
+
     /// Undoes the completed calls of a run (or only `callId`), latest first; resolves with
     /// the report.
     #[napi(ts_return_type = "Promise<string>")]

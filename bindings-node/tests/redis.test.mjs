@@ -81,6 +81,23 @@ test('a run kept in Redis is decided and resumed by another worker', async (t) =
   assert.deepEqual(sent, ['bo'])
 })
 
+test('a worker waiting for decisions is woken by the decision another makes', async (t) => {
+  const url = scratch(t)
+  if (!url) return
+  const mail = () => new Engine({ stateStore: url }).register('send', tool({ execute: (a) => a }), { approval: { required: 'always' } })
+  const [agent, inbox] = [mail(), mail()]
+  const out = await agent.run([{ id: 'm', tool: 'send', arguments: { to: 'bo' } }], { caller: ana })
+  assert.equal(await agent.waitForDecisions(out.runId, { timeoutMs: 50 }), false)
+  const waiting = agent.waitForDecisions(out.runId, { timeoutMs: 20_000 })
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const { id, argumentsHash } = out.results[0].approval
+  const decidedAt = Date.now()
+  await inbox.approve(id, { argumentsHash, approver: ana })
+  assert.equal(await waiting, true)
+  assert.ok(Date.now() - decidedAt < 1500, 'woken by the decision, not at the timeout')
+  assert.deepEqual((await agent.resume(out.runId)).results[0].envelope, { ok: true, data: { to: 'bo' } })
+})
+
 test('a run kept in Redis is cancelled from another worker, at once', async (t) => {
   const url = scratch(t)
   if (!url) return

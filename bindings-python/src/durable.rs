@@ -79,6 +79,10 @@ enum Op {
         #[serde(default)]
         reason: Option<String>,
     },
+    WaitForDecisions {
+        run_id: String,
+        timeout_ms: u64,
+    },
     Rollback {
         run_id: String,
         call_id: Option<String>,
@@ -173,6 +177,12 @@ async fn perform(engine: &Engine, op: Op, live: BatchOptions) -> Msg {
         Op::CancelRun { run_id, reason } => reply(
             engine
                 .cancel_run(&run_id, reason.as_deref())
+                .await
+                .map(Value::Bool),
+        ),
+        Op::WaitForDecisions { run_id, timeout_ms } => reply(
+            engine
+                .wait_for_decisions(&run_id, std::time::Duration::from_millis(timeout_ms))
                 .await
                 .map(Value::Bool),
         ),

@@ -4,6 +4,7 @@ limited call closed (``unavailable``). Each test has its own key prefix, deleted
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -91,3 +92,21 @@ def test_a_run_kept_in_redis_is_resumed_by_another_worker(redis_url: str) -> Non
     assert b.resume_sync(out.run_id).get("m").envelope == {"ok": True, "data": {"to": "bo"}}
     assert a.resume_sync(out.run_id).get("m").envelope == {"ok": True, "data": {"to": "bo"}}
     assert sent == ["bo"]
+
+
+async def test_a_worker_waiting_for_decisions_is_woken_by_another(redis_url: str) -> None:
+    def mail() -> tooljig.Engine:
+        engine = tooljig.Engine(state_store=tooljig.RedisStore(redis_url))
+        engine.register("send", "Sends.", None, lambda a: a, approval={"required": "always"})
+        return engine
+
+    agent, inbox = mail(), mail()
+    out = await agent.run([{"id": "m", "tool": "send", "arguments": {"to": "bo"}}], caller=ANA)
+    assert out.run_id is not None
+    assert not await agent.wait_for_decisions(out.run_id, timeout_ms=50)
+    waiting = asyncio.create_task(agent.wait_for_decisions(out.run_id, timeout_ms=20_000))
+    await asyncio.sleep(0.1)
+    approval = out.get("m")["approval"]
+    await inbox.approve(approval["id"], arguments_hash=approval["arguments_hash"], approver=ANA)
+    assert await asyncio.wait_for(waiting, timeout=1.5), "woken by the decision, not at the timeout"
+    assert (await agent.resume(out.run_id)).get("m").envelope == {"ok": True, "data": {"to": "bo"}}

@@ -217,6 +217,82 @@ async fn a_suspended_run_asked_to_stop_is_cancelled_by_its_resume() {
     }
 }
 
+/// An agent's worker waits for the decisions on its run; the inbox, in another worker, decides
+/// two requests: the waiter is woken by the second decision (through the bus; on SQLite at its
+/// next read), not at the end of its timeout, and the resumed run carries both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_waiting_for_decisions_is_woken_by_the_last_one() {
+    for (url, _cleanup) in backends("wait_decisions").await {
+        let (agent, inbox) = (worker(&url, None), worker(&url, None));
+        let out = agent
+            .run(
+                vec![
+                    Call::new("a", "transfer", json!({"to": "bo"})),
+                    Call::new("b", "transfer", json!({"to": "cy"})),
+                ],
+                Caller::principal("ana"),
+                BatchOptions::default(),
+            )
+            .await;
+        let run_id = out.run_id.clone().unwrap();
+        assert!(
+            !agent
+                .wait_for_decisions(&run_id, Duration::from_millis(50))
+                .await
+                .unwrap(),
+            "{url}: nothing decided yet"
+        );
+        let waiting = {
+            let run_id = run_id.clone();
+            let agent = Arc::new(agent);
+            let waiter = agent.clone();
+            (
+                agent,
+                tokio::spawn(async move {
+                    let t0 = Instant::now();
+                    let done = waiter
+                        .wait_for_decisions(&run_id, Duration::from_secs(20))
+                        .await
+                        .unwrap();
+                    (done, t0.elapsed())
+                }),
+            )
+        };
+        let asker = Caller::principal("ana");
+        let mut decided_at = Instant::now();
+        for r in &out.results {
+            let approval = r.approval.as_ref().unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            decided_at = Instant::now();
+            inbox
+                .approve(
+                    approval.id.as_deref().unwrap(),
+                    &approval.arguments_hash,
+                    &manager,
+                    None,
+                )
+                .await
+                .unwrap();
+        }
+        let (agent, handle) = waiting;
+        let (done, waited) = handle.await.unwrap();
+        let late = decided_at.elapsed();
+        assert!(done, "{url}");
+        assert!(
+            late < Duration::from_millis(1500),
+            "{url}: woken {late:?} after the last decision (waited {waited:?})"
+        );
+        let resumed = agent.resume(&run_id).await.unwrap();
+        assert!(
+            resumed
+                .results
+                .iter()
+                .all(|r| r.envelope == Envelope::Ok(json!("moved"))),
+            "{url}"
+        );
+    }
+}
+
 /// The listening connection cut by the server (a restart, `pg_terminate_backend`): the
 /// listener connects again on its own, and wake-ups reach the waiters as before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -329,6 +329,15 @@ class DurableRuns:
         asked: bool = await self._op("cancel_run", run_id=run_id, reason=reason)
         return asked
 
+    async def wait_for_decisions(self, run_id: str, timeout_ms: int = 60_000) -> bool:
+        """Waits until none of the run's approval requests awaits a decision (each decided,
+        from any process sharing the store, or expired): True once none does, False when
+        ``timeout_ms`` ran out. Woken by the decision itself (PostgreSQL and Redis stores carry
+        it between processes), so an agent suspended on approvals goes on as soon as the inbox
+        decides; then :meth:`resume` the run."""
+        done: bool = await self._op("wait_for_decisions", run_id=run_id, timeout_ms=timeout_ms)
+        return done
+
     async def rollback(self, run_id: str, call_id: str | None = None) -> dict[str, Any]:
         """Undoes the completed calls of a run (or only ``call_id``), latest first, through
         each tool's compensation; returns ``{"entries": [...]}``."""
@@ -479,6 +488,10 @@ class DurableRuns:
     def cancel_run_sync(self, run_id: str, reason: str | None = None) -> bool:
         """:meth:`cancel_run`, blocking."""
         return _blocking("cancel_run", self.cancel_run(run_id, reason))
+
+    def wait_for_decisions_sync(self, run_id: str, timeout_ms: int = 60_000) -> bool:
+        """:meth:`wait_for_decisions`, blocking."""
+        return _blocking("wait_for_decisions", self.wait_for_decisions(run_id, timeout_ms))
 
     def rollback_sync(self, run_id: str, call_id: str | None = None) -> dict[str, Any]:
         """:meth:`rollback`, blocking."""

@@ -120,14 +120,14 @@ impl Lease {
         // Watched and armed before the pass starts, not when the task first runs: a wake-up
         // reaches only armed waiters, and a request made as soon as a call runs would
         // otherwise wait for the next beat.
-        let mut first = Some(armed(&wakeups, &topic));
+        let mut first = Some(wakeups.armed(&topic));
         tokio::spawn(async move {
             let mut next_beat = tokio::time::Instant::now() + every;
             // A pass starts knowing whether its run was asked to stop (a fresh run cannot have
             // been; `begin_resume` reads it): read it again only once woken or at a beat.
             let mut look = false;
             loop {
-                let (asked, mut woken) = first.take().unwrap_or_else(|| armed(&wakeups, &topic));
+                let (asked, mut woken) = first.take().unwrap_or_else(|| wakeups.armed(&topic));
                 if look && !stop_pass.is_cancelled() {
                     match cancel::requested(store.as_ref(), &run_id).await {
                         Ok(Some(_)) => {
@@ -202,18 +202,4 @@ impl Drop for Lease {
         // Released or not, the heartbeat ends with the holder.
         self.stop.cancel();
     }
-}
-
-/// A watch of `topic` whose wake-up is armed now: a wake-up reaches only armed waiters.
-fn armed(
-    wakeups: &Wakeups,
-    topic: &str,
-) -> (
-    Arc<tokio::sync::Notify>,
-    std::pin::Pin<Box<tokio::sync::futures::OwnedNotified>>,
-) {
-    let asked = wakeups.watch(topic);
-    let mut woken = Box::pin(asked.clone().notified_owned());
-    woken.as_mut().enable();
-    (asked, woken)
 }

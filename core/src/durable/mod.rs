@@ -11,6 +11,7 @@ pub mod approval;
 pub mod approval_record;
 pub mod background_job;
 pub mod cancel;
+pub mod decided;
 pub mod decision;
 pub mod external;
 pub mod idempotency;

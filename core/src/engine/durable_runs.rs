@@ -36,13 +36,37 @@ impl Engine {
         approver: &Caller,
     ) -> Result<ApprovalRecord, ToolError> {
         let tools = self.registry.snapshot();
-        approval::decide(
+        let record = approval::decide(
             self.durable.store.as_ref(),
             &tools,
             self.durable.seal_key.as_ref(),
             approval_id,
             decision,
             approver,
+        )
+        .await?;
+        // Whoever waits for the run's decisions, here or in another process.
+        self.durable
+            .wakeups
+            .wake(crate::durable::wakeup::decided_topic(&record.run_id));
+        Ok(record)
+    }
+
+    /// Waits up to `timeout` until none of run `run_id`'s approval requests awaits a
+    /// decision (each decided, from any process sharing the store, or expired): `true` once
+    /// none does, `false` when the time ran out. Woken by the decision itself through the
+    /// store's wake bus, so an agent suspended on approvals resumes as soon as the inbox
+    /// decides; then [`Engine::resume`] the run. See `durable/decided.rs`.
+    pub async fn wait_for_decisions(
+        &self,
+        run_id: &str,
+        timeout: std::time::Duration,
+    ) -> Result<bool, ToolError> {
+        crate::durable::decided::wait(
+            self.durable.store.as_ref(),
+            &self.durable.wakeups,
+            run_id,
+            timeout,
         )
         .await
     }

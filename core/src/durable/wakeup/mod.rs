@@ -55,6 +55,11 @@ pub(crate) fn cancel_topic(run_id: &str) -> String {
     format!("cancel/{run_id}")
 }
 
+/// The topic of a run's approvals: woken when one of them is decided.
+pub(crate) fn decided_topic(run_id: &str) -> String {
+    format!("decided/{run_id}")
+}
+
 /// The waiters of this process by topic, and the bus to the others.
 #[derive(Default)]
 pub struct Wakeups {
@@ -103,6 +108,22 @@ impl Wakeups {
         }
         let mut map = self.local.0.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(topic.to_string()).or_default().clone()
+    }
+
+    /// A watch of `topic` whose wake-up is armed now, before the caller reads the state it
+    /// guards: a wake-up reaches only armed waiters. Hand the notifier back to
+    /// [`Wakeups::forget`] once done.
+    pub fn armed(
+        &self,
+        topic: &str,
+    ) -> (
+        Arc<Notify>,
+        std::pin::Pin<Box<tokio::sync::futures::OwnedNotified>>,
+    ) {
+        let asked = self.watch(topic);
+        let mut woken = Box::pin(asked.clone().notified_owned());
+        woken.as_mut().enable();
+        (asked, woken)
     }
 
     /// Drops `mine` from the map when no other waiter shares it.
