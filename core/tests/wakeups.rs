@@ -268,7 +268,7 @@ async fn a_worker_waiting_for_decisions_is_woken_by_the_last_one() {
                 .approve(
                     approval.id.as_deref().unwrap(),
                     &approval.arguments_hash,
-                    &manager,
+                    &asker,
                     None,
                 )
                 .await
