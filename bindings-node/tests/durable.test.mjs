@@ -243,7 +243,7 @@ test('learned preferences: remember on approval, allowAlways, list and revoke', 
 
 test('rollback runs the JS compensations latest first, each once; atomic batches roll back on failure', async () => {
   const undone = []
-  const engine = new Engine()
+  const engine = new Engine({ audit: 'memory' })
   const echo = (a) => a
   engine.register('book', tool({ inputSchema: { type: 'object' }, execute: echo }), { compensation: 'cancel_booking' })
   engine.register('cancel_booking', tool({ inputSchema: { type: 'object' }, execute: (a) => (undone.push(['cancel_booking', a]), 'cancelled') }))
@@ -276,6 +276,9 @@ test('rollback runs the JS compensations latest first, each once; atomic batches
     ['refund', { arguments: { amount: 40 }, result: { amount: 40 } }, 'charge'],
     ['cancel_booking', { arguments: { room: 3 }, result: { room: 3 } }],
   ])
+  // The audit log says what the rollback undid and what stays, after the calls' own records.
+  const audited = (await engine.audit({ principal: alice.principal })).map((r) => [r.callId, r.outcome])
+  assert.deepEqual(audited.slice(-3), [['e', 'not_reversible'], ['c', 'rolled_back'], ['b', 'rolled_back']])
   const twice = await engine.rollback(out.runId, 'c')
   assert.deepEqual(twice.entries.map((e) => [e.callId, e.outcome]), [['c', 'already_rolled_back']])
   assert.equal(undone.length, 2)

@@ -242,7 +242,7 @@ def test_always_allow_preferences_can_be_listed_and_revoked() -> None:
 async def test_rollback_runs_python_compensations_latest_first(flavour: str) -> None:
     undone: list[tuple[str, Any, bool]] = []
     loop_thread = threading.get_ident()
-    engine = tooljig.Engine()
+    engine = tooljig.Engine(audit="memory")
     engine.register("book", "Books.", None, lambda args: {"booking": f"b-{args['room']}"}, compensation="unbook")
     engine.register("unbook", "Unused as a tool.", None, lambda args: None)
     engine.register("charge", "Charges.", None, lambda args: {"charge": "ch_1"})
@@ -272,6 +272,9 @@ async def test_rollback_runs_python_compensations_latest_first(flavour: str) -> 
     assert [u[0] for u in undone] == ["b-2", "b-1"], "latest first"
     assert undone[0][1] == {"room": 2}
     assert {u[2] for u in undone} == {flavour == "async"}, "async compensations run on the loop"
+    # The audit log says what the rollback undid and what stays, after the calls' own records.
+    audited = {(r["call_id"], r["outcome"]) for r in engine.audit_query(principal=ALICE["principal"])[-3:]}
+    assert audited == {("b2", "rolled_back"), ("b1", "rolled_back"), ("c", "not_reversible")}
     # Each compensation runs once, however often the run is rolled back.
     again = await engine.rollback(out.run_id, "b1")
     assert len(undone) == 2 and again["entries"][0]["call_id"] == "b1"

@@ -27,7 +27,8 @@ pub struct ToolStats {
 /// Stats per tool, by tool name.
 pub fn per_tool(records: &[AuditRecord]) -> Vec<ToolStats> {
     let mut by_tool: BTreeMap<&str, (ToolStats, Vec<u64>)> = BTreeMap::new();
-    for r in records {
+    // A rollback's records are about calls already counted.
+    for r in records.iter().filter(|r| !r.outcome.is_rollback()) {
         let (stats, durations) = by_tool.entry(&r.tool).or_insert_with(|| {
             let stats = ToolStats {
                 tool: r.tool.clone(),

@@ -312,3 +312,63 @@ async fn in_an_atomic_batch_nothing_starts_after_a_failure() {
         Some(ErrorCode::Cancelled)
     );
 }
+
+/// What a rollback did is in the audit log, after the calls' own records: `rolled_back` for
+/// each call a compensation undid, `not_reversible` for the email; for an atomic batch and
+/// for a rollback asked later alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_says_what_each_rollback_undid_and_what_stays() {
+    use tooljig::audit::{AuditQuery, MemoryAudit, Outcome};
+    let audit = Arc::new(MemoryAudit::new());
+    let (engine, _log) = engine();
+    let engine = engine.with_audit(audit.clone());
+    let out = engine
+        .run(
+            vec![
+                Call::new("b", "book", json!({"room": 3})),
+                Call::new("e", "email", json!({})).depends_on("b"),
+                Call::new("f", "fail", json!({})).depends_on("e"),
+            ],
+            Caller::principal("ana"),
+            BatchOptions {
+                atomic: true,
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(out.rollback.is_some());
+    let records = audit.query(AuditQuery::all()).await.unwrap();
+    let seen: Vec<(String, &str)> = records
+        .iter()
+        .map(|r| (format!("{}/{}", r.call_id, r.tool), r.outcome.as_str()))
+        .collect();
+    let tail = &seen[seen.len() - 2..];
+    assert_eq!(
+        tail,
+        [
+            ("e/email".to_string(), "not_reversible"),
+            ("b/book".to_string(), "rolled_back")
+        ],
+        "{seen:?}"
+    );
+    let undone = records
+        .iter()
+        .find(|r| r.outcome == Outcome::RolledBack)
+        .unwrap();
+    assert_eq!(undone.principal.as_deref(), Some("ana"));
+    assert!(undone.detail.as_deref().unwrap().contains("cancel_booking"));
+
+    // A rollback asked for later, of a run that finished well.
+    let fine = engine
+        .run(
+            vec![Call::new("b", "book", json!({"room": 5}))],
+            Caller::principal("ana"),
+            BatchOptions::default(),
+        )
+        .await;
+    let run_id = fine.run_id.clone().expect("a compensable run is kept");
+    engine.rollback(&run_id, None).await.unwrap();
+    let last = audit.query(AuditQuery::all()).await.unwrap();
+    assert_eq!(last.last().unwrap().outcome, Outcome::RolledBack);
+    assert_eq!(audit.verify().await.unwrap().broken, None);
+}

@@ -14,6 +14,7 @@ use crate::durable::rollback;
 use crate::durable::run::{self, Resumed, RunRecord};
 use crate::durable::store::StateStore;
 use crate::envelope::{Envelope, ToolError};
+use crate::guard::audit::{AuditEntry, AuditRecord};
 use crate::handler::{Handler, HostData};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -296,6 +297,7 @@ impl Engine {
         // The run's own trace when it has one, else the resumer's.
         options.traceparent = options.traceparent.or(live.traceparent);
         let (calls, caller) = (record.calls.clone(), record.caller.clone());
+        let started_by = options.atomic.then(|| caller.clone());
         let tools = self.registry.snapshot();
         let pass_batch = |door| {
             let options = options.clone();
@@ -310,6 +312,9 @@ impl Engine {
         let prior = Some((record, version));
         let (out, refused) = run::persist(&tools, &pass, None, &options, out, prior).await;
         lease.release().await;
+        if let (Some(report), Some(caller)) = (&out.rollback, &started_by) {
+            self.audit_rollback(report, caller);
+        }
         self.guards.flush().await;
         match refused {
             None => Ok(out),
@@ -404,6 +409,28 @@ impl Engine {
         host: Option<HostData>,
     ) -> Result<RollbackReport, ToolError> {
         let tools = self.registry.snapshot();
-        rollback::rollback(&self.durable, &tools, run_id, call_id, host).await
+        let report = rollback::rollback(&self.durable, &tools, run_id, call_id, host).await?;
+        if self.guards.audits()
+            && let Ok(Some(record)) = self.run_record(run_id).await
+        {
+            self.audit_rollback(&report, &record.caller);
+            self.guards.flush().await;
+        }
+        Ok(report)
+    }
+
+    /// Hands the audit log what a rollback did, one record per call it undid or could not
+    /// (`rolled_back`, `not_reversible`, `rollback_failed`), as `caller` (who started the run).
+    pub(super) fn audit_rollback(&self, report: &RollbackReport, caller: &Caller) {
+        if !self.guards.audits() {
+            return;
+        }
+        let records = report
+            .entries
+            .iter()
+            .filter_map(|e| AuditRecord::of_rollback(e, caller, &report.run_id))
+            .map(AuditEntry::from)
+            .collect();
+        self.guards.hand_over(records);
     }
 }

@@ -120,6 +120,7 @@ impl Engine {
         let cancel = run::batch_token(&mut options, self.durable.explicit_store);
         let started = run::start(&self.durable, &calls, &caller, &options, &cancel).await;
         let kept = (calls.clone(), caller.clone(), options.clone());
+        let started_by = options.atomic.then(|| caller.clone());
         let out = Batch::new(
             self,
             &tools,
@@ -132,6 +133,9 @@ impl Engine {
         .drive()
         .await;
         let out = run::finish_pass(&tools, started, kept, out).await;
+        if let (Some(report), Some(caller)) = (&out.rollback, &started_by) {
+            self.audit_rollback(report, caller);
+        }
         // Step 11: the batch's audit records are durable before the app sees its results.
         self.guards.flush().await;
         out

@@ -35,6 +35,15 @@ pub enum Outcome {
     PendingJob,
     /// Not started: waiting for a pending call it depends on.
     Waiting,
+    /// A rollback undid this completed call: its compensation ran (a record of its own,
+    /// written after the call's).
+    RolledBack,
+    /// A rollback could not undo this call: its tool has no compensation, the effect stays
+    /// (an email cannot be unsent).
+    NotReversible,
+    /// A rollback tried to undo this call and its compensation failed; a later rollback
+    /// tries again.
+    RollbackFailed,
 }
 
 impl Outcome {
@@ -48,7 +57,18 @@ impl Outcome {
             Outcome::PendingExternal => "pending_external",
             Outcome::PendingJob => "pending_job",
             Outcome::Waiting => "waiting",
+            Outcome::RolledBack => "rolled_back",
+            Outcome::NotReversible => "not_reversible",
+            Outcome::RollbackFailed => "rollback_failed",
         }
+    }
+
+    /// Whether the record is a rollback's, not a call's.
+    pub fn is_rollback(self) -> bool {
+        matches!(
+            self,
+            Outcome::RolledBack | Outcome::NotReversible | Outcome::RollbackFailed
+        )
     }
 
     /// The outcome of a settled result.
@@ -147,6 +167,53 @@ pub fn now_ms() -> u64 {
 }
 
 impl AuditRecord {
+    /// The record of what a rollback did to one call of run `run_id` started by `caller`;
+    /// none when there was nothing to do (a read, or undone before). The message says what
+    /// happened; the compensation's envelope, when one ran, is the record's `output`.
+    pub fn of_rollback(
+        entry: &crate::batch::RollbackEntry,
+        caller: &Caller,
+        run_id: &str,
+    ) -> Option<AuditRecord> {
+        use crate::batch::RollbackOutcome;
+        let outcome = match entry.outcome {
+            RollbackOutcome::Compensated => Outcome::RolledBack,
+            RollbackOutcome::NotReversible => Outcome::NotReversible,
+            RollbackOutcome::Failed => Outcome::RollbackFailed,
+            RollbackOutcome::NothingToUndo | RollbackOutcome::AlreadyRolledBack => return None,
+        };
+        Some(AuditRecord {
+            seq: 0,
+            time_ms: now_ms(),
+            principal: caller.principal.clone(),
+            tenant: caller.tenant.clone(),
+            session: caller.session.clone(),
+            tool: entry.tool.clone(),
+            call_id: entry.call_id.clone(),
+            arguments: None,
+            hidden: Vec::new(),
+            outcome,
+            code: entry.envelope.as_ref().and_then(Envelope::code),
+            message: Some(entry.message.clone()),
+            detail: Some(match &entry.compensation {
+                Some(by) => format!("rollback of run {run_id} by {by}"),
+                None => format!("rollback of run {run_id}"),
+            }),
+            output: entry.envelope.as_ref().map(Envelope::to_value),
+            risk: None,
+            effect: None,
+            duration_us: 0,
+            attempts: 0,
+            cached: false,
+            replayed: false,
+            repaired: false,
+            approval: None,
+            parent: None,
+            prev_hash: String::new(),
+            hash: String::new(),
+        })
+    }
+
     /// The record of a settled result. `policy` is the tool's (none when the tool is
     /// unknown); `raw_arguments` are the arguments as the model sent them, used when the
     /// result carries no parsed ones.
