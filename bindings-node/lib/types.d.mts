@@ -743,6 +743,11 @@ export interface AgentOptions {
   /** Offer at most this many tools a turn: the best matches of the user's latest message, plus `search_tools` when registered. */
   offerTools?: number
   /**
+   * Each batch the model asks for is atomic: once a call fails none starts after it, and the
+   * completed ones are compensated (after an approval and a resume too).
+   */
+  atomic?: boolean
+  /**
    * Picks the tools a turn offers: the user's latest message and the specs the caller may use
    * (after `offerTools`) in, the names to offer out, in order. Names it makes up are ignored; if
    * it throws, every candidate is offered.

@@ -106,6 +106,9 @@ class AgentOptions(TypedDict, total=False):
     offer_tools: int | None
     """Offer at most this many tools a turn: the best matches of the user's latest message,
     plus ``search_tools`` when registered (:meth:`Engine.enable_tool_search`)."""
+    atomic: bool
+    """Each batch the model asks for is atomic: once a call fails none starts after it, and
+    the completed ones are compensated (after an approval and a resume too)."""
 
 
 class ModelError(TooljigError):

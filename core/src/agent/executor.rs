@@ -100,6 +100,7 @@ impl Agent {
                 max_calls: Some(max_calls),
                 events: Some(tx),
                 host: self.host.clone(),
+                atomic: self.options.atomic,
                 ..Default::default()
             };
             let run = self.engine.run(calls, ctx.caller.clone(), options);

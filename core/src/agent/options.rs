@@ -88,6 +88,12 @@ pub struct AgentOptions {
     /// so the model can find the rest. `None` offers every tool the caller may use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offer_tools: Option<usize>,
+    /// Each batch the model asks for is atomic ([`crate::BatchOptions::atomic`]): once a call
+    /// fails no further call starts, and the completed ones are compensated, also when the
+    /// batch failed only after a suspension (an approval) and a resume. A multi-step action
+    /// is then all or nothing, except what cannot be undone (reported `not_reversible`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub atomic: bool,
 }
 
 impl Default for AgentOptions {
@@ -98,6 +104,7 @@ impl Default for AgentOptions {
             mode: Mode::Auto,
             responder_tools: true,
             protocol: ToolProtocol::Native,
+            atomic: false,
             max_tokens: None,
             temperature: None,
             concurrency: None,
