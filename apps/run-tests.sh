@@ -9,7 +9,7 @@ status=0
 
 bash "$repo/bindings-python/setup.sh"
 py="$repo/.venv/bin/python"
-for app in scheduling_assistant nvc_companion; do
+for app in scheduling_assistant nvc_companion crm_agents; do
   echo "== $app (Python)"
   (cd "$here/$app" && "$py" -m pytest -q -ra --color=no -p no:cacheprovider \
     -o asyncio_default_fixture_loop_scope=function .) || status=1

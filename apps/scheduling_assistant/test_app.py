@@ -73,6 +73,7 @@ def test_the_audit_log_keeps_every_call_in_one_intact_chain(home: Path) -> None:
     assert ("network_schedule_meeting", "needs", None) in seen
     assert seen.count(("calendar_hold", "ok", None)) == 2
     assert ("calendar_book", "error", "conflict") in seen
+    assert ("calendar_hold", "rolled_back", None) in seen, "the released hold, in the audit"
     assert ("network_confirm_meeting", "error", "conflict") in seen
     assert ("network_schedule_meeting", "error", "permission_denied") in seen
     assert ("network_schedule_meeting", "error", "ambiguous") in seen

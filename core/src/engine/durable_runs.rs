@@ -313,7 +313,7 @@ impl Engine {
         let (out, refused) = run::persist(&tools, &pass, None, &options, out, prior).await;
         lease.release().await;
         if let (Some(report), Some(caller)) = (&out.rollback, &started_by) {
-            self.audit_rollback(report, caller);
+            self.audit_rollback(report, caller, None);
         }
         self.guards.flush().await;
         match refused {
@@ -413,15 +413,21 @@ impl Engine {
         if self.guards.audits()
             && let Ok(Some(record)) = self.run_record(run_id).await
         {
-            self.audit_rollback(&report, &record.caller);
+            self.audit_rollback(&report, &record.caller, None);
             self.guards.flush().await;
         }
         Ok(report)
     }
 
     /// Hands the audit log what a rollback did, one record per call it undid or could not
-    /// (`rolled_back`, `not_reversible`, `rollback_failed`), as `caller` (who started the run).
-    pub(super) fn audit_rollback(&self, report: &RollbackReport, caller: &Caller) {
+    /// (`rolled_back`, `not_reversible`, `rollback_failed`), as `caller` (who started the run)
+    /// and, for a batch a handler made, under its `parent` call.
+    pub(super) fn audit_rollback(
+        &self,
+        report: &RollbackReport,
+        caller: &Caller,
+        parent: Option<&crate::call::ParentCall>,
+    ) {
         if !self.guards.audits() {
             return;
         }
@@ -429,7 +435,10 @@ impl Engine {
             .entries
             .iter()
             .filter_map(|e| AuditRecord::of_rollback(e, caller, &report.run_id))
-            .map(AuditEntry::from)
+            .map(|mut r| {
+                r.parent = parent.cloned();
+                AuditEntry::from(r)
+            })
             .collect();
         self.guards.hand_over(records);
     }

@@ -120,7 +120,12 @@ impl Engine {
         let cancel = run::batch_token(&mut options, self.durable.explicit_store);
         let started = run::start(&self.durable, &calls, &caller, &options, &cancel).await;
         let kept = (calls.clone(), caller.clone(), options.clone());
-        let started_by = options.atomic.then(|| caller.clone());
+        // Who a rollback's audit records name: the batch's caller, and its parent call when
+        // a handler made the batch.
+        let started_by = options.atomic.then(|| {
+            let parent = options.lineage.as_ref().map(|l| l.parent.clone());
+            (caller.clone(), parent)
+        });
         let out = Batch::new(
             self,
             &tools,
@@ -133,8 +138,8 @@ impl Engine {
         .drive()
         .await;
         let out = run::finish_pass(&tools, started, kept, out).await;
-        if let (Some(report), Some(caller)) = (&out.rollback, &started_by) {
-            self.audit_rollback(report, caller);
+        if let (Some(report), Some((caller, parent))) = (&out.rollback, &started_by) {
+            self.audit_rollback(report, caller, parent.as_ref());
         }
         // Step 11: the batch's audit records are durable before the app sees its results.
         self.guards.flush().await;
