@@ -386,3 +386,128 @@ async fn the_inbox_asks_the_apps_hook_who_calls() {
     assert_eq!(refused.status(), 401);
     assert!(refused.text().await.unwrap().contains("not an operator"));
 }
+
+/// Several requests decided with one click: every selected one, each checked on its own (a
+/// stale hash refused and named on the page, the others decided); a forged form or an empty
+/// selection decides nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_decides_several_requests_at_once() {
+    let engine = Arc::new(
+        EngineOptions::from_value(json!({"state_store": "memory"}))
+            .and_then(EngineOptions::build)
+            .unwrap(),
+    );
+    let spec = ToolSpec::from_value(json!({
+        "name": "send_email", "description": "Sends.",
+        "input_schema": {"type": "object"},
+        "policy": {"approval": {"required": "always", "approver_roles": ["manager"]}}
+    }))
+    .unwrap();
+    engine
+        .register(Tool::new(spec, handler_fn(|a, _| async move { Ok(a) })))
+        .unwrap();
+    let calls = (0..4)
+        .map(|i| Call::new(format!("c{i}"), "send_email", json!({"n": i})))
+        .collect();
+    let out = engine
+        .run(calls, Caller::principal("rita"), BatchOptions::default())
+        .await;
+    let approvals: Vec<(String, String)> = out
+        .results
+        .iter()
+        .map(|r| {
+            let a = r.approval.as_ref().unwrap();
+            (a.id.clone().unwrap(), a.arguments_hash.clone())
+        })
+        .collect();
+    let mut maria = Caller::principal("maria");
+    maria.roles = vec!["manager".into()];
+    let auth = tooljig_cli::inbox::tokens(HashMap::from([("maria".to_string(), maria)])).unwrap();
+    let app = tooljig_cli::inbox::router(engine.clone(), auth, None).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = text_of(&http, &base, "maria").await;
+    assert!(page.contains("<form id=bulk"), "{page}");
+    assert_eq!(page.matches("form=bulk name=pick").count(), 4);
+    let csrf = field(&page, &approvals[0].0, "csrf");
+    let post = |form: Vec<(&'static str, String)>| {
+        let (http, url) = (http.clone(), format!("{base}/decide-many"));
+        async move {
+            let r = http
+                .post(url)
+                .bearer_auth("maria")
+                .form(&form)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let pick = |i: usize, hash: &str| ("pick", format!("{} {hash}", approvals[i].0));
+
+    assert_eq!(
+        post(vec![
+            ("csrf", "forged".into()),
+            ("decision", "approve".into()),
+            pick(0, &approvals[0].1)
+        ])
+        .await
+        .0,
+        403
+    );
+    assert_eq!(
+        post(vec![("csrf", csrf.clone()), ("decision", "approve".into())])
+            .await
+            .0,
+        400
+    );
+    // Approve two, one of them with a stale hash: the other is approved, the stale one named.
+    let (status, text) = post(vec![
+        ("csrf", csrf.clone()),
+        ("decision", "approve".into()),
+        pick(0, &approvals[0].1),
+        pick(1, "0000"),
+    ])
+    .await;
+    assert_eq!(status, 409);
+    assert!(
+        text.contains("id=notice") && text.contains(&approvals[1].0),
+        "{text}"
+    );
+    // Reject the other two at once, with the reason the model will read.
+    let (status, _) = post(vec![
+        ("csrf", csrf.clone()),
+        ("decision", "reject".into()),
+        ("message", "not this week".into()),
+        pick(2, &approvals[2].1),
+        pick(3, &approvals[3].1),
+    ])
+    .await;
+    assert_eq!(status, 303);
+    let left = text_of(&http, &base, "maria").await;
+    assert_eq!(
+        left.matches("class=request").count(),
+        1,
+        "only the stale one waits"
+    );
+    let resumed = engine.resume(out.run_id.as_deref().unwrap()).await.unwrap();
+    let codes: Vec<Option<String>> = resumed
+        .results
+        .iter()
+        .map(|r| r.envelope.code().map(|c| c.as_str().to_string()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            None,
+            Some("pending_approval".into()),
+            Some("approval_rejected".into()),
+            Some("approval_rejected".into())
+        ]
+    );
+}

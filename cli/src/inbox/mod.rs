@@ -44,7 +44,7 @@ pub fn tokens(tokens: HashMap<String, Caller>) -> Result<Arc<dyn HttpAuth>, Stri
 }
 
 /// The inbox's routes, for an app to mount or `tooljig serve` to serve: `/` (pending and
-/// recently decided requests), `/decide`, `/events`, `/runs/{id}`, `/audit`,
+/// recently decided requests), `/decide`, `/decide-many` (several at once), `/events`, `/runs/{id}`, `/audit`,
 /// `/audit/verify`, `/preferences`, `/preferences/revoke`, `/signin`. `auth` tells who each
 /// request is from; `host` is what it runs on, for a hook written in Python.
 pub fn router(
@@ -65,6 +65,7 @@ pub fn router(
     let signed_in = axum::Router::new()
         .route("/", get(pending::page))
         .route("/decide", post(pending::decide))
+        .route("/decide-many", post(pending::decide_many))
         .route("/events", get(pending::events))
         .route("/runs/{id}", get(runs::page))
         .route("/audit", get(audit::page))

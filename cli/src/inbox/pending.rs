@@ -28,10 +28,16 @@ pub async fn page(
     State(inbox): State<Arc<Inbox>>,
     Extension(operator): Extension<Caller>,
 ) -> Response {
-    render(&inbox, &operator, None).await
+    render(&inbox, &operator, None, None).await
 }
 
-async fn render(inbox: &Inbox, operator: &Caller, refusal: Option<Refusal>) -> Response {
+/// The page, with a refused decision shown at its request, or a notice above them all.
+async fn render(
+    inbox: &Inbox,
+    operator: &Caller,
+    refusal: Option<Refusal>,
+    notice: Option<String>,
+) -> Response {
     let tenant = operator.tenant.as_deref();
     let (pending, decided) = match tokio::try_join!(
         inbox.engine.pending(tenant),
@@ -49,6 +55,20 @@ async fn render(inbox: &Inbox, operator: &Caller, refusal: Option<Refusal>) -> R
         esc(operator.principal.as_deref().unwrap_or("?")),
         pending.len()
     );
+    if let Some(notice) = &notice {
+        let _ = write!(body, "<p id=notice class=refused>{}</p>", esc(notice));
+    }
+    if !pending.is_empty() {
+        // Several at once: each request's checkbox belongs to this form (`form=bulk`).
+        let _ = write!(
+            body,
+            "<form id=bulk method=post action=/decide-many><input type=hidden name=csrf value=\"{csrf}\">\
+             <button name=decision value=approve>Approve selected</button> \
+             <button name=decision value=reject>Reject selected</button> \
+             <input name=message size=40 placeholder=\"why, for a rejection (the model reads it)\"></form>",
+            csrf = attr(&csrf)
+        );
+    }
     for record in &pending {
         let refused = refusal.as_ref().filter(|r| r.id == record.id);
         write_request(&mut body, record, &csrf, refused);
@@ -60,6 +80,8 @@ async fn render(inbox: &Inbox, operator: &Caller, refusal: Option<Refusal>) -> R
     body.push_str("</table>");
     let status = if refusal.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
+    } else if notice.is_some() {
+        StatusCode::CONFLICT
     } else {
         StatusCode::OK
     };
@@ -80,6 +102,7 @@ fn write_request(body: &mut String, r: &ApprovalRecord, csrf: &str, refused: Opt
     let _ = write!(
         body,
         "<section class=request id=\"{id}\"><h2>{tool}</h2>\
+         <label class=pick><input type=checkbox form=bulk name=pick value=\"{id} {hash}\"> select</label>\
          <p>risk <b>{risk}</b> · asked by <b>{asker}</b> · run <a href=\"/runs/{run}\">{run_text}</a></p>\
          <pre class=arguments>{arguments}</pre>{refusal}\
          <form method=post action=/decide>\
@@ -192,7 +215,7 @@ pub async fn decide(
                 message: format!("Edit refused: {}", e.message),
                 arguments: form.arguments,
             };
-            render(&inbox, &operator, Some(refusal)).await
+            render(&inbox, &operator, Some(refusal), None).await
         }
         Err(e) => (
             StatusCode::CONFLICT,
@@ -200,6 +223,59 @@ pub async fn decide(
         )
             .into_response(),
     }
+}
+
+/// `POST /decide-many`: one decision, approve or reject, on every selected request (`pick`:
+/// its id and the arguments hash the page showed), each checked as `/decide` checks one.
+/// Back to the inbox when all were decided; otherwise the page says which were refused and
+/// why (the others stay decided: each decision stands on its own).
+pub async fn decide_many(
+    State(inbox): State<Arc<Inbox>>,
+    Extension(operator): Extension<Caller>,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Response {
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    if let Err(refused) = inbox.check_form(&operator, field("csrf")) {
+        return refused;
+    }
+    let picks: Vec<(&str, &str)> = fields
+        .iter()
+        .filter(|(k, _)| k == "pick")
+        .filter_map(|(_, v)| v.split_once(' '))
+        .collect();
+    if picks.is_empty() {
+        return (StatusCode::BAD_REQUEST, "select at least one request").into_response();
+    }
+    let message = Some(field("message").to_string()).filter(|m| !m.is_empty());
+    let mut refused = Vec::new();
+    for (id, hash) in picks {
+        let decided = match field("decision") {
+            "approve" => inbox.engine.approve(id, hash, &operator, None).await,
+            "reject" => {
+                inbox
+                    .engine
+                    .reject(id, hash, &operator, message.clone())
+                    .await
+            }
+            other => {
+                let why = format!("unknown decision {:?}", esc(other));
+                return (StatusCode::BAD_REQUEST, why).into_response();
+            }
+        };
+        if let Err(e) = decided {
+            refused.push(format!("{id}: {}", e.message));
+        }
+    }
+    if refused.is_empty() {
+        return Redirect::to("/").into_response();
+    }
+    let notice = format!("Not decided: {}", refused.join("; "));
+    render(&inbox, &operator, None, Some(notice)).await
 }
 
 /// `GET /events`: `ready` once the pending requests are known, then `pending` whenever their
