@@ -3,6 +3,7 @@ pending approvals and PostgreSQL for the audit log (the real servers).
 
     python apps/crm_agents/app.py            # the demo (needs Redis and PostgreSQL)
     python apps/crm_agents/app.py --serve    # the same, then keeps the inbox open
+    python apps/crm_agents/app.py --await-manager   # asks, then waits for the manager in the inbox
 
 Servers: TOOLJIG_REDIS_URL (default redis://127.0.0.1:6379) and TOOLJIG_POSTGRES_URL
 (default postgres://127.0.0.1:5432/test); each start uses a key prefix and a schema of its
@@ -12,6 +13,7 @@ own. The manager signs in to the inbox with the token printed at start.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -101,10 +103,25 @@ async def demo(app: Crmapp, log: Any = print) -> dict[str, Turn]:
     return turns
 
 
+async def await_manager(app: Crmapp) -> None:
+    """The agent asks to qualify Dana and waits for the manager, who decides in the inbox
+    page (in a browser): one JSON line when the requests wait, one when the agent went on."""
+    turn = await app.agent.ask("Qualify dana@acme.test: she confirmed budget. Send her the intro email.")
+    pending = await app.engine.pending("acme")
+    print(json.dumps({"inbox": app.inbox.url, "token": app.token, "tag": app.tag, "pending": [p["tool"] for p in pending]}), flush=True)
+    assert turn.run_id is not None
+    resumed = await app.agent.wait_and_resume(turn.run_id, timeout_ms=120_000)
+    lead = app.crm.lead("lead_dana") or {}
+    print(json.dumps({"status": resumed.outcome.status, "answer": resumed.outcome.answer, "lead_status": lead.get("status"), "emails": [e["subject"] for e in app.crm.emails()]}), flush=True)
+
+
 async def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="crm-"))
     app = Crmapp(home)
     try:
+        if "--await-manager" in sys.argv:
+            await await_manager(app)
+            return
         await demo(app)
         if "--serve" in sys.argv:
             print(f"\nthe inbox stays open at {app.inbox.url}; Ctrl-C to stop")
