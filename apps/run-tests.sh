@@ -19,7 +19,7 @@ if ! ls "$repo"/bindings-node/*.node >/dev/null 2>&1; then
   (cd "$repo/bindings-node" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error \
     && npx napi build --platform --js index.js --dts index.d.ts)
 fi
-for app in org_assistant; do
+for app in org_assistant client_tools; do
   echo "== $app (Node)"
   (cd "$here/$app" \
     && { [ -e node_modules/tooljig ] && [ -d node_modules/zod ] \
