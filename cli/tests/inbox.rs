@@ -12,6 +12,23 @@ async fn text_of(http: &reqwest::Client, url: &str, token: &str) -> String {
     response.text().await.unwrap()
 }
 
+/// The inbox over `engine`, served on a free port: its base URL and a client that does not
+/// follow redirects (the tests read them).
+async fn serve(
+    engine: Arc<tooljig::Engine>,
+    auth: Arc<dyn tooljig::HttpAuth>,
+) -> (String, reqwest::Client) {
+    let app = tooljig_cli::inbox::router(engine, auth, None).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    (base, http)
+}
+
 /// The value of the hidden input `name` in the form of request `id`.
 fn field(page: &str, id: &str, name: &str) -> String {
     let section = &page[page
@@ -77,14 +94,7 @@ async fn operators_decide_in_the_inbox_and_forgeries_are_refused() {
     ]);
     assert!(tooljig_cli::inbox::tokens(HashMap::new()).is_err());
     let auth = tooljig_cli::inbox::tokens(tokens).unwrap();
-    let app = tooljig_cli::inbox::router(engine.clone(), auth, None).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let (base, http) = serve(engine.clone(), auth).await;
 
     // Who may look.
     assert_eq!(http.get(&base).send().await.unwrap().status(), 401);
@@ -423,14 +433,7 @@ async fn an_operator_decides_several_requests_at_once() {
     let mut maria = Caller::principal("maria");
     maria.roles = vec!["manager".into()];
     let auth = tooljig_cli::inbox::tokens(HashMap::from([("maria".to_string(), maria)])).unwrap();
-    let app = tooljig_cli::inbox::router(engine.clone(), auth, None).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let (base, http) = serve(engine.clone(), auth).await;
     let page = text_of(&http, &base, "maria").await;
     assert!(page.contains("<form id=bulk"), "{page}");
     assert_eq!(page.matches("form=bulk name=pick").count(), 4);
