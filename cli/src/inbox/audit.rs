@@ -1,7 +1,7 @@
 //! `/audit`: the newest records of the audit log, filtered, and the "verify chain" action.
 
-use super::Inbox;
 use super::html::{self, attr, esc};
+use super::state::Inbox;
 use axum::extract::{Extension, Form, Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};

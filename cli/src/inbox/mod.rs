@@ -13,6 +13,9 @@ mod html;
 mod pending;
 mod preferences;
 mod runs;
+mod state;
+
+use state::Inbox;
 
 use axum::extract::{Form, Request, State};
 use axum::http::{StatusCode, header};
@@ -24,15 +27,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tooljig::seal::SealKey;
 use tooljig::{BearerTokens, Caller, Engine, HostData, HttpAuth, HttpRequest};
-
-/// What the inbox serves from.
-struct Inbox {
-    engine: Arc<Engine>,
-    auth: Arc<dyn HttpAuth>,
-    /// The host the auth hook runs on (a binding's event loop), if it needs one.
-    host: Option<HostData>,
-    csrf: SealKey,
-}
 
 /// The simplest auth hook: bearer tokens, each standing for one operator. Refused without
 /// any, so an inbox is never open to whoever reaches it.
@@ -197,24 +191,4 @@ async fn signin(State(inbox): State<Arc<Inbox>>, Form(form): Form<SignIn>) -> Re
     }
     let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", form.token);
     ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
-}
-
-impl Inbox {
-    /// Whether a POST's CSRF token was issued to its operator (a forged form, or one issued
-    /// to someone else, is refused).
-    #[allow(clippy::result_large_err)] // the refusal is the response itself
-    fn check_form(&self, operator: &Caller, csrf: &str) -> Result<(), Response> {
-        let who = operator.principal.as_deref().unwrap_or_default();
-        if self.csrf.verify(&[b"csrf", who.as_bytes()], csrf) {
-            Ok(())
-        } else {
-            Err((StatusCode::FORBIDDEN, "this form was not issued to you").into_response())
-        }
-    }
-
-    /// The CSRF token of `operator`'s forms.
-    fn csrf_for(&self, operator: &Caller) -> String {
-        let who = operator.principal.as_deref().unwrap_or_default();
-        self.csrf.mac(&[b"csrf", who.as_bytes()])
-    }
 }

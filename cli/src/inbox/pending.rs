@@ -2,8 +2,8 @@
 //! edit shown as what it changed); `/decide` records a decision; `/events` tells an open
 //! page when the pending set changed.
 
-use super::Inbox;
 use super::html::{self, attr, esc};
+use super::state::Inbox;
 use axum::extract::{Extension, Form, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};

@@ -1,8 +1,8 @@
 //! `/preferences`: the learned "always allow" preferences of the operator's tenant, each
 //! revocable.
 
-use super::Inbox;
 use super::html::{self, attr, esc};
+use super::state::Inbox;
 use axum::extract::{Extension, Form, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};

@@ -1,7 +1,7 @@
 //! `/runs/{id}`: a run's timeline: its calls with their latest results, then its step log.
 
-use super::Inbox;
 use super::html::{self, esc};
+use super::state::Inbox;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
