@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import tooljig
@@ -126,7 +126,7 @@ def _schedule_arguments(text: str, today: datetime) -> dict[str, Any] | None:
     if zone:
         arguments["tzHint"] = zone
     window = re.search(r"between\s+(\d{1,2})(?::(\d\d))?\s*(?:and|to|–|-)\s*(\d{1,2})(?::(\d\d))?", text)
-    day = (today.date().fromordinal(today.date().toordinal() + 1)) if "tomorrow" in text.lower() else None
+    day = (today + timedelta(days=1)).date() if "tomorrow" in text.lower() else None
     if window and day:
         h1, m1, h2, m2 = window.groups()
         arguments["startWindow"] = f"{day.isoformat()}T{int(h1):02}:{m1 or '00'}"
