@@ -114,7 +114,7 @@ export async function startServer({ port = 0, keepaliveMs = 5_000, model = defau
     entry.result = {
       callId: body.toolCallId,
       tool: body.toolName,
-      envelope: body.error === undefined ? { ok: true, data: body.result } : { ok: false, error: { code: 'external_api_error', message: String(body.error), retryable: false } },
+      envelope: body.error === undefined ? { ok: true, data: body.result } : { ok: false, error: { code: 'external_api_error', message: String(body.error) } },
     }
     entry.resolve(entry.result)
     return { accepted: true, duplicate: false }

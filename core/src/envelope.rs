@@ -118,7 +118,9 @@ impl<'de> Deserialize<'de> for Envelope {
 /// flattened beside them. A detail can never shadow `code`, `message` or `retryable`: those
 /// keys are left out of the details when written, whoever put them there (a handler, a
 /// client's submitted error), so the code the model sees is always one of the closed set.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// Read from JSON, a missing `retryable` is the code's default (what a client submitting an
+/// error need not know).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolError {
     /// One of the closed set of codes.
     pub code: ErrorCode,
@@ -127,8 +129,28 @@ pub struct ToolError {
     /// Whether the same call may succeed if tried again.
     pub retryable: bool,
     /// Code-specific details, flattened into the error object.
-    #[serde(flatten)]
     pub details: Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for ToolError {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Written {
+            code: ErrorCode,
+            message: String,
+            #[serde(default)]
+            retryable: Option<bool>,
+            #[serde(flatten)]
+            details: Map<String, Value>,
+        }
+        let w = Written::deserialize(d)?;
+        Ok(ToolError {
+            retryable: w.retryable.unwrap_or_else(|| w.code.default_retryable()),
+            code: w.code,
+            message: w.message,
+            details: w.details,
+        })
+    }
 }
 
 /// The keys of the error object itself, which no detail may take.
@@ -234,5 +256,15 @@ mod tests {
             let back: Envelope = serde_json::from_value(env.to_value()).unwrap();
             assert_eq!(back, env);
         }
+    }
+
+    #[test]
+    fn a_missing_retryable_is_the_codes_default() {
+        let read = |v: Value| serde_json::from_value::<ToolError>(v).unwrap();
+        let e = read(json!({"code": "timeout", "message": "slow", "id": 1}));
+        assert!(e.retryable);
+        assert_eq!(e.details, Map::from_iter([("id".to_string(), json!(1))]));
+        assert!(!read(json!({"code": "not_found", "message": "gone"})).retryable);
+        assert!(!read(json!({"code": "timeout", "message": "slow", "retryable": false})).retryable);
     }
 }
