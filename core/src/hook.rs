@@ -1,6 +1,6 @@
 //! An app's hook on one call's result, run as a handler runs: with the call's caller and
 //! context, under the tool's timeout, its panics caught. `to_model_output` and `on_success`
-//! run this way.
+//! run this way, and the agent's hooks (`agent/app_hook.rs`) through the same `run_hook`.
 
 use crate::caller::Caller;
 use crate::depth;
@@ -42,38 +42,52 @@ impl HookSite {
         call_id: &str,
         run_id: &Arc<str>,
     ) -> Result<Value, String> {
-        let cancel = self.cancel.child_token();
         let ctx = ToolContext::for_hook(
             Arc::from(call_id),
             self.tool.name.clone(),
             self.caller.clone(),
-            cancel.clone(),
+            self.cancel.child_token(),
             self.host.clone(),
             run_id.clone(),
         );
-        let run: BoxFuture<HandlerResult> = hook.call(input, ctx);
-        let run = AssertUnwindSafe(run).catch_unwind();
-        let outcome = match self.tool.spec.policy.timeout_duration() {
-            Some(limit) => match tokio::time::timeout(limit, run).await {
-                Ok(done) => done,
-                Err(_) => {
-                    cancel.cancel();
-                    return Err(format!("it did not finish within {} ms", limit.as_millis()));
-                }
-            },
-            None => run.await,
-        };
-        match outcome {
-            Ok(Ok(view)) if depth::deeper_than(&view, depth::MAX_DEPTH) => Err(format!(
-                "it returned data nested deeper than {} levels",
-                depth::MAX_DEPTH
-            )),
-            Ok(Ok(view)) => Ok(view),
-            Ok(Err(HandlerError::Tool(e))) => Err(format!("{}: {}", e.code, e.message)),
-            Ok(Err(HandlerError::Unexpected { detail })) => Err(detail),
-            Ok(Err(other)) => Err(format!("it answered {other:?}, which only a handler may")),
-            Err(_) => Err("it panicked".into()),
-        }
+        run_hook(hook, input, ctx, self.tool.spec.policy.timeout_duration()).await
+    }
+}
+
+/// Runs `hook` on `input` with `ctx` as a handler runs, within `limit` (cancelling `ctx` when
+/// it passes), its panics caught; `Err` says why it gave no answer: it threw, panicked, timed
+/// out, answered what only a handler may, or returned data nested too deep to keep. Every
+/// app hook runs through here (a tool's `to_model_output` and `on_success`, an agent's
+/// `select_tools` and `review_plan`).
+pub(crate) async fn run_hook(
+    hook: &dyn Handler,
+    input: Value,
+    ctx: ToolContext,
+    limit: Option<std::time::Duration>,
+) -> Result<Value, String> {
+    let cancel = ctx.cancel.clone();
+    let run: BoxFuture<HandlerResult> = hook.call(input, ctx);
+    let run = AssertUnwindSafe(run).catch_unwind();
+    let outcome = match limit {
+        Some(limit) => match tokio::time::timeout(limit, run).await {
+            Ok(done) => done,
+            Err(_) => {
+                cancel.cancel();
+                return Err(format!("it did not finish within {} ms", limit.as_millis()));
+            }
+        },
+        None => run.await,
+    };
+    match outcome {
+        Ok(Ok(view)) if depth::deeper_than(&view, depth::MAX_DEPTH) => Err(format!(
+            "it returned data nested deeper than {} levels",
+            depth::MAX_DEPTH
+        )),
+        Ok(Ok(view)) => Ok(view),
+        Ok(Err(HandlerError::Tool(e))) => Err(format!("{}: {}", e.code, e.message)),
+        Ok(Err(HandlerError::Unexpected { detail })) => Err(detail),
+        Ok(Err(other)) => Err(format!("it answered {other:?}, which only a handler may")),
+        Err(_) => Err("it panicked".into()),
     }
 }
 
