@@ -37,6 +37,18 @@ pub struct Approver {
     pub roles: Vec<String>,
 }
 
+/// How an operator's request to the app's workers is asked.
+#[derive(clap::Args, Clone)]
+pub struct Ask {
+    /// Who asks (kept with the request).
+    #[arg(long = "as", value_name = "PRINCIPAL")]
+    pub principal: Option<String>,
+    /// How long to wait for a worker's answer, in ms. A request no worker took by then is
+    /// withdrawn; one a worker holds goes on.
+    #[arg(long, default_value_t = 30_000)]
+    pub wait_ms: u64,
+}
+
 #[derive(Subcommand)]
 pub enum Command {
     /// Pending approval requests, oldest first.
@@ -94,6 +106,25 @@ pub enum Command {
     Run {
         /// The run id.
         id: String,
+    },
+    /// Resumes a run. The command has no handlers: an app worker serving operator requests
+    /// (`serve_operator_requests`) carries it out and answers.
+    Resume {
+        /// The run id.
+        id: String,
+        #[command(flatten)]
+        ask: Ask,
+    },
+    /// Rolls a run back (its completed calls, latest first, or only `--call`), through the
+    /// app's compensations: an app worker serving operator requests carries it out.
+    Rollback {
+        /// The run id.
+        id: String,
+        /// Only this call.
+        #[arg(long = "call", value_name = "CALL_ID")]
+        call_id: Option<String>,
+        #[command(flatten)]
+        ask: Ask,
     },
     /// Serves the approval inbox in the browser until interrupted.
     Serve {

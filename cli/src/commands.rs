@@ -1,7 +1,7 @@
 //! Each command: open what it needs from the URLs, ask the core, print.
 
 use crate::args::{Approver, Cli, Command};
-use crate::output::{cell, json, table};
+use crate::output::{cell, json, refused, table};
 use serde_json::{Value, json as value};
 use tooljig::audit::AuditSink;
 use tooljig::{AuditQuery, Caller, Engine, EngineOptions};
@@ -143,6 +143,20 @@ pub async fn run(cli: Cli) -> Result<(), String> {
                 );
             }
             Ok(())
+        }
+        Command::Resume { ref id, ref ask } => {
+            let engine = engine(&cli)?;
+            let action = tooljig::OperatorAction::Resume;
+            crate::operator::ask(&engine, action, id, None, ask, as_json).await
+        }
+        Command::Rollback {
+            ref id,
+            ref call_id,
+            ref ask,
+        } => {
+            let engine = engine(&cli)?;
+            let action = tooljig::OperatorAction::Rollback;
+            crate::operator::ask(&engine, action, id, call_id.as_deref(), ask, as_json).await
         }
         Command::Serve {
             ref bind,
@@ -360,12 +374,4 @@ fn decided(record: &tooljig::ApprovalRecord, as_json: bool) -> Result<(), String
     println!("{} {}: {}", record.id, record.tool, cell(&status, 20));
     println!("run {} continues when the app resumes it", record.run_id);
     Ok(())
-}
-
-/// The core's refusal as one line: its message, code and reason.
-fn refused(e: tooljig::ToolError) -> String {
-    match e.details.get("reason").and_then(Value::as_str) {
-        Some(reason) => format!("{} ({}, {reason})", e.message, e.code.as_str()),
-        None => format!("{} ({})", e.message, e.code.as_str()),
-    }
 }

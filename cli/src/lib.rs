@@ -9,6 +9,7 @@
 mod args;
 mod commands;
 pub mod inbox;
+mod operator;
 mod output;
 mod stats;
 

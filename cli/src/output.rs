@@ -45,3 +45,11 @@ pub fn cell(value: &serde_json::Value, max: usize) -> String {
         text
     }
 }
+
+/// The core's refusal as one line: its message, code and reason.
+pub fn refused(e: tooljig::ToolError) -> String {
+    match e.details.get("reason").and_then(serde_json::Value::as_str) {
+        Some(reason) => format!("{} ({}, {reason})", e.message, e.code.as_str()),
+        None => format!("{} ({})", e.message, e.code.as_str()),
+    }
+}

@@ -96,6 +96,7 @@ pub use batch::{BatchOptions, BatchResult, RollbackEntry, RollbackOutcome, Rollb
 pub use cache::{CachePolicy, CacheScope};
 pub use call::{Call, CallResult, CallStatus};
 pub use caller::Caller;
+pub use durable::operator_request::{OperatorAction, OperatorRequest, RequestState};
 pub use engine::{AuditSpec, CoordinationSpec, Engine, EngineOptions, OptionsError, StoreSpec};
 pub use envelope::{Envelope, ToolError};
 pub use error_code::ErrorCode;

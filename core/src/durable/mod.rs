@@ -16,6 +16,7 @@ pub mod decision;
 pub mod external;
 pub mod idempotency;
 pub(crate) mod lease;
+pub mod operator_request;
 pub mod preference;
 pub mod rollback;
 pub mod run;

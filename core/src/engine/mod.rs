@@ -10,6 +10,7 @@ mod batch;
 mod builder;
 mod durable_runs;
 mod guardrails;
+mod operator_requests;
 pub mod options;
 
 pub use crate::batch::{BatchOptions, BatchResult, DEFAULT_CONCURRENCY};

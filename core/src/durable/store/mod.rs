@@ -57,6 +57,8 @@ pub enum Namespace {
     Compensation,
     /// Background jobs' calls (`run_id/call_id` of an `External` record), by job reference.
     Job,
+    /// Operators' requests to resume or roll back a run, by request id.
+    OperatorRequest,
 }
 
 impl Namespace {
@@ -73,6 +75,7 @@ impl Namespace {
             Namespace::External => "external",
             Namespace::Compensation => "compensation",
             Namespace::Job => "job",
+            Namespace::OperatorRequest => "operator_request",
         }
     }
 }
