@@ -181,6 +181,20 @@ export declare class NativeEngine {
    */
   rollback(runId: string, callId?: string | undefined | null): Promise<string>
   /**
+   * Leaves an operator's request (`action`: `resume` or `rollback`) for the app's workers
+   * (`{value: request}`; `not_found` for an unknown run).
+   */
+  askOperator(action: string, runId: string, callId?: string | undefined | null, askedBy?: string | undefined | null): Promise<string>
+  /** Waits up to `timeoutMs` for a worker's answer to request `id` (`{value: request}`). */
+  waitOperatorRequest(id: string, timeoutMs: number): Promise<string>
+  /** An operator's request as stored now (`{value: request | null}`). */
+  operatorRequest(id: string): Promise<string>
+  /**
+   * Waits up to `timeoutMs` for one operator request (or until `cancel` fires), carries it
+   * out with this engine's handlers and records the answer (`{value: request | null}`).
+   */
+  serveOperatorRequest(worker: string, timeoutMs: number, cancel?: NativeCancel | undefined | null): Promise<string>
+  /**
    * Registers the JS function at `handler` (in the JS layer's handler table) as the
    * compensation of `tool`; it receives `{arguments, result}`.
    */

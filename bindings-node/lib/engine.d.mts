@@ -360,6 +360,58 @@ export class Engine {
      */
     rollback(runId: string, callId?: string): Promise<RollbackReport>;
     /**
+     * Carries out operators' requests until `signal` aborts. `tooljig resume RUN` and `tooljig
+     * rollback RUN` have no handlers: they leave a request in the state store, and the workers
+     * serving them take each one (exactly one does), resume or roll back the run with this
+     * engine's handlers and record the answer the command prints. `worker` names this process
+     * (default `host:pid`); a failing store is retried after a second, with a warning.
+     * @param {{worker?: string, signal?: AbortSignal}} [options]
+     * @returns {Promise<void>}
+     */
+    serveOperatorRequests({ worker, signal }?: {
+        worker?: string;
+        signal?: AbortSignal;
+    }): Promise<void>;
+    /**
+     * Waits up to `timeoutMs` for one operator request, carries it out and records the answer;
+     * resolves with the answered request, or null when none came (or `signal` aborted the wait).
+     * @param {{worker?: string, timeoutMs?: number, signal?: AbortSignal}} [options]
+     * @returns {Promise<OperatorRequest | null>}
+     */
+    serveOperatorRequest({ worker, timeoutMs, signal }?: {
+        worker?: string;
+        timeoutMs?: number;
+        signal?: AbortSignal;
+    }): Promise<OperatorRequest | null>;
+    /**
+     * What `tooljig resume` / `tooljig rollback` do, from code without the handlers: leaves the
+     * request for the app's workers and wakes them; rejects `not_found` for an unknown run.
+     * @param {'resume' | 'rollback'} action
+     * @param {string} runId
+     * @param {{callId?: string, askedBy?: string}} [options]
+     * @returns {Promise<OperatorRequest>}
+     */
+    askOperator(action: "resume" | "rollback", runId: string, { callId, askedBy }?: {
+        callId?: string;
+        askedBy?: string;
+    }): Promise<OperatorRequest>;
+    /**
+     * Waits for a worker's answer to request `id`: `state` is `answered` (`result` or `error`),
+     * or when `timeoutMs` ran out `queued` (no worker took it: withdrawn) or `taken`.
+     * @param {string} id
+     * @param {{timeoutMs?: number}} [options]
+     * @returns {Promise<OperatorRequest>}
+     */
+    waitOperatorRequest(id: string, { timeoutMs }?: {
+        timeoutMs?: number;
+    }): Promise<OperatorRequest>;
+    /**
+     * An operator's request as stored now, or null.
+     * @param {string} id
+     * @returns {Promise<OperatorRequest | null>}
+     */
+    operatorRequest(id: string): Promise<OperatorRequest | null>;
+    /**
      * Registers `fn` as the compensation of `tool`, run by `rollback`: it receives
      * `{arguments, result}` (the call's arguments and data) and a context, like a handler.
      * @param {string} tool
@@ -396,4 +448,5 @@ import { McpServer } from './mcp.mjs';
 import { McpClient } from './mcp.mjs';
 import type { RunRecord } from './types.mjs';
 import type { RollbackReport } from './types.mjs';
+import type { OperatorRequest } from './types.mjs';
 import type { EngineOptions } from './types.mjs';

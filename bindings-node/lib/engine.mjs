@@ -1,31 +1,16 @@
 // `Engine`: the idiomatic face of `NativeEngine` (src/engine.rs).
+import { hostname } from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { callsText } from './calls.mjs'
 import { Dispatcher } from './dispatch.mjs'
 import { RegistrationError, ToolError } from './errors.mjs'
-import { NativeCancel, NativeEngine } from './native.mjs'
+import { NativeEngine } from './native.mjs'
+import { clampMs, linkSignal, outcomeText, settled } from './native-calls.mjs'
 import { isStandardSchema, standardParser, toJsonSchema } from './schema.mjs'
 import { checkDefinition, checkHooks } from './tool.mjs'
 import { InboxServer } from './inbox.mjs'
 import { McpClient, McpServer, mcpTarget } from './mcp.mjs'
-/** @import { ApprovalRecord, AuditQuery, AuditRecord, BatchResult, BatchStream, Call, Caller, Decision, EngineOptions, Envelope, Execute, ExternalCall, JobStatus, Policy, Preference, RollbackReport, RunOptions, RunRecord, Settings, Tool, ToolHooks, ToolSpec } from './types.mjs' */
-
-/**
- * Links an AbortSignal to a native cancel switch; returns the switch and an unlink function.
- * @param {AbortSignal | undefined | null} signal
- * @returns {[InstanceType<typeof NativeCancel> | null, () => void]}
- */
-function linkSignal(signal) {
-  if (signal === undefined || signal === null) return [null, () => {}]
-  if (typeof signal.addEventListener !== 'function') throw new TypeError('options.signal must be an AbortSignal')
-  const cancel = new NativeCancel()
-  if (signal.aborted) {
-    cancel.cancel()
-    return [cancel, () => {}]
-  }
-  const onAbort = () => cancel.cancel()
-  signal.addEventListener('abort', onAbort, { once: true })
-  return [cancel, () => signal.removeEventListener('abort', onAbort)]
-}
+/** @import { ApprovalRecord, AuditQuery, AuditRecord, BatchResult, BatchStream, Call, Caller, Decision, EngineOptions, Envelope, Execute, ExternalCall, JobStatus, OperatorRequest, Policy, Preference, RollbackReport, RunOptions, RunRecord, Settings, Tool, ToolHooks, ToolSpec } from './types.mjs' */
 
 /** Splits run options into the JSON the core reads and the AbortSignal. */
 function splitOptions(options) {
@@ -33,24 +18,6 @@ function splitOptions(options) {
   if (typeof options !== 'object') throw new TypeError('run options must be an object')
   const { signal, ...rest } = options
   return [JSON.stringify(rest), signal]
-}
-
-/** The value of a native durable-run answer (`src/durable.rs`), or its refusal thrown as a ToolError. */
-function settled(text) {
-  const answer = JSON.parse(text)
-  if (answer.error) {
-    const { code, message, retryable, details } = answer.error
-    throw new ToolError(code, message, { retryable, details })
-  }
-  return answer.value
-}
-
-/** A client's or a job's outcome as the core reads it: the data, or a `ToolError` it failed with. */
-function outcomeText(outcome) {
-  if (outcome instanceof ToolError) {
-    return JSON.stringify({ error: { code: outcome.code, message: String(outcome.message), retryable: outcome.retryable, details: outcome.details } })
-  }
-  return JSON.stringify({ result: outcome === undefined ? null : outcome })
 }
 
 /** The native half of an `Engine`, for the agent loop (`agent.mjs`); set in the class body. */
@@ -606,7 +573,7 @@ export class Engine {
    * @returns {Promise<boolean>}
    */
   async waitForDecisions(runId, { timeoutMs = 60_000 } = {}) {
-    return settled(await this.#native.waitForDecisions(String(runId), Math.max(0, Math.min(timeoutMs, 0xffffffff))))
+    return settled(await this.#native.waitForDecisions(String(runId), clampMs(timeoutMs)))
   }
 
   /**
@@ -617,6 +584,74 @@ export class Engine {
    */
   async rollback(runId, callId = undefined) {
     return settled(await this.#native.rollback(String(runId), callId ?? null))
+  }
+
+  /**
+   * Carries out operators' requests until `signal` aborts. `tooljig resume RUN` and `tooljig
+   * rollback RUN` have no handlers: they leave a request in the state store, and the workers
+   * serving them take each one (exactly one does), resume or roll back the run with this
+   * engine's handlers and record the answer the command prints. `worker` names this process
+   * (default `host:pid`); a failing store is retried after a second, with a warning.
+   * @param {{worker?: string, signal?: AbortSignal}} [options]
+   * @returns {Promise<void>}
+   */
+  async serveOperatorRequests({ worker = `${hostname()}:${process.pid}`, signal } = {}) {
+    while (!signal?.aborted) {
+      try {
+        await this.serveOperatorRequest({ worker, signal })
+      } catch (e) {
+        if (!(e instanceof ToolError)) throw e
+        console.warn(`tooljig: serving operator requests failed, retrying: ${e.message}`)
+        await sleep(1000, undefined, { signal }).catch(() => {})
+      }
+    }
+  }
+
+  /**
+   * Waits up to `timeoutMs` for one operator request, carries it out and records the answer;
+   * resolves with the answered request, or null when none came (or `signal` aborted the wait).
+   * @param {{worker?: string, timeoutMs?: number, signal?: AbortSignal}} [options]
+   * @returns {Promise<OperatorRequest | null>}
+   */
+  async serveOperatorRequest({ worker = `${hostname()}:${process.pid}`, timeoutMs = 60_000, signal } = {}) {
+    const [cancel, unlink] = linkSignal(signal)
+    try {
+      return settled(await this.#native.serveOperatorRequest(String(worker), clampMs(timeoutMs), cancel))
+    } finally {
+      unlink()
+    }
+  }
+
+  /**
+   * What `tooljig resume` / `tooljig rollback` do, from code without the handlers: leaves the
+   * request for the app's workers and wakes them; rejects `not_found` for an unknown run.
+   * @param {'resume' | 'rollback'} action
+   * @param {string} runId
+   * @param {{callId?: string, askedBy?: string}} [options]
+   * @returns {Promise<OperatorRequest>}
+   */
+  async askOperator(action, runId, { callId, askedBy } = {}) {
+    return settled(await this.#native.askOperator(String(action), String(runId), callId ?? null, askedBy ?? null))
+  }
+
+  /**
+   * Waits for a worker's answer to request `id`: `state` is `answered` (`result` or `error`),
+   * or when `timeoutMs` ran out `queued` (no worker took it: withdrawn) or `taken`.
+   * @param {string} id
+   * @param {{timeoutMs?: number}} [options]
+   * @returns {Promise<OperatorRequest>}
+   */
+  async waitOperatorRequest(id, { timeoutMs = 30_000 } = {}) {
+    return settled(await this.#native.waitOperatorRequest(String(id), clampMs(timeoutMs)))
+  }
+
+  /**
+   * An operator's request as stored now, or null.
+   * @param {string} id
+   * @returns {Promise<OperatorRequest | null>}
+   */
+  async operatorRequest(id) {
+    return settled(await this.#native.operatorRequest(String(id)))
   }
 
   /**

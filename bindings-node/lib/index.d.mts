@@ -26,6 +26,7 @@ export type ExternalCall = import("./types.mjs").ExternalCall;
 export type JobStatus = import("./types.mjs").JobStatus;
 export type RollbackEntry = import("./types.mjs").RollbackEntry;
 export type RollbackReport = import("./types.mjs").RollbackReport;
+export type OperatorRequest = import("./types.mjs").OperatorRequest;
 export type RunRecord = import("./types.mjs").RunRecord;
 export type ApprovalQuery = import("./types.mjs").ApprovalQuery;
 export type ToolSpec = import("./types.mjs").ToolSpec;

@@ -36,6 +36,7 @@ export { Agent, AgentState, FallbackChain, HttpModel, MODEL_ERROR_KINDS, Model, 
 /** @typedef {import('./types.mjs').JobStatus} JobStatus */
 /** @typedef {import('./types.mjs').RollbackEntry} RollbackEntry */
 /** @typedef {import('./types.mjs').RollbackReport} RollbackReport */
+/** @typedef {import('./types.mjs').OperatorRequest} OperatorRequest */
 /** @typedef {import('./types.mjs').RunRecord} RunRecord */
 /** @typedef {import('./types.mjs').ApprovalQuery} ApprovalQuery */
 /** @typedef {import('./types.mjs').ToolSpec} ToolSpec */

@@ -307,6 +307,26 @@ export interface RollbackEntry {
 }
 
 /** What a rollback did, latest completion first. */
+/**
+ * An operator's request to resume or roll back a run (`tooljig resume`, `tooljig rollback`),
+ * carried out by an app worker serving them. `result` is a resume's `BatchResult` or a
+ * rollback's `RollbackReport`; `error` the engine's refusal.
+ */
+export interface OperatorRequest {
+  id: string
+  action: 'resume' | 'rollback'
+  runId: string
+  callId?: string
+  askedBy?: string
+  askedAtMs: number
+  state: 'queued' | 'taken' | 'answered'
+  worker?: string
+  leaseUntilMs?: number
+  answeredAtMs?: number
+  result?: BatchResult | RollbackReport
+  error?: { code: string; message: string; retryable: boolean; details: Record<string, unknown> }
+}
+
 export interface RollbackReport {
   runId: string
   entries: RollbackEntry[]

@@ -9,6 +9,7 @@
 //! binding's own records are camelCase; arguments, values, envelopes and step details pass
 //! through untouched (`keys.rs`).
 
+use crate::cancel::JsCancel;
 use crate::convert::{keys, shape};
 use crate::engine::{JsEngine, batch_text};
 use crate::handler::JsHandler;
@@ -18,8 +19,12 @@ use napi_derive::napi;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
+use std::time::Duration;
 use tooljig::approval::ApprovalRecord;
-use tooljig::{BatchResult, Caller, Decision, RollbackReport, RunRecord, ToolError};
+use tooljig::{
+    BatchOptions, BatchResult, Caller, Decision, OperatorAction, OperatorRequest, RollbackReport,
+    RunRecord, ToolError,
+};
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> napi::Error {
     napi::Error::new(Status::InvalidArg, format!("{what}: {e}"))
@@ -64,6 +69,20 @@ pub fn rollback_value(report: Value) -> Value {
 /// rollback entries' keys camelCase; arguments, envelopes and step details untouched.
 fn run_value(record: &RunRecord) -> Value {
     keys::to_js(to_value(record), shape::RUN_RECORD)
+}
+
+/// An operator's request: its keys camelCase, and its result shaped as what it is (a
+/// resume's batch result, a rollback's report).
+fn operator_value(request: &OperatorRequest) -> Value {
+    let mut value = keys::to_js(to_value(request), shape::OPERATOR_REQUEST);
+    if let (Some(result), Value::Object(map)) = (&request.result, &mut value) {
+        let shaped = match request.action {
+            OperatorAction::Resume => keys::to_js(result.clone(), shape::BATCH),
+            OperatorAction::Rollback => rollback_value(result.clone()),
+        };
+        map.insert("result".into(), shaped);
+    }
+    value
 }
 
 fn batch_value(out: &BatchResult) -> Value {
@@ -358,6 +377,84 @@ impl JsEngine {
             let out = engine.rollback(&run_id, call_id.as_deref()).await;
             Ok(answer(
                 out.map(|r: RollbackReport| rollback_value(to_value(&r))),
+            ))
+        })
+    }
+
+    /// Leaves an operator's request (`action`: `resume` or `rollback`) for the app's workers
+    /// (`{value: request}`; `not_found` for an unknown run).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn ask_operator<'env>(
+        &self,
+        env: &'env Env,
+        action: String,
+        run_id: String,
+        call_id: Option<String>,
+        asked_by: Option<String>,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let action: OperatorAction =
+            serde_json::from_value(Value::String(action)).map_err(|e| invalid("action", e))?;
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine
+                .ask_operator(action, &run_id, call_id.as_deref(), asked_by.as_deref())
+                .await;
+            Ok(answer(out.map(|r| operator_value(&r))))
+        })
+    }
+
+    /// Waits up to `timeoutMs` for a worker's answer to request `id` (`{value: request}`).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn wait_operator_request<'env>(
+        &self,
+        env: &'env Env,
+        id: String,
+        timeout_ms: u32,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let timeout = Duration::from_millis(u64::from(timeout_ms));
+            let out = engine.wait_operator_request(&id, timeout).await;
+            Ok(answer(out.map(|r| operator_value(&r))))
+        })
+    }
+
+    /// An operator's request as stored now (`{value: request | null}`).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn operator_request<'env>(
+        &self,
+        env: &'env Env,
+        id: String,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        env.spawn_future(async move {
+            let out = engine.operator_request(&id).await;
+            Ok(answer(
+                out.map(|r| r.as_ref().map_or(Value::Null, operator_value)),
+            ))
+        })
+    }
+
+    /// Waits up to `timeoutMs` for one operator request (or until `cancel` fires), carries it
+    /// out with this engine's handlers and records the answer (`{value: request | null}`).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn serve_operator_request<'env>(
+        &self,
+        env: &'env Env,
+        worker: String,
+        timeout_ms: u32,
+        cancel: Option<&JsCancel>,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let engine = self.core();
+        let live = BatchOptions {
+            cancel: cancel.map(|c| c.token.clone()),
+            ..BatchOptions::default()
+        };
+        env.spawn_future(async move {
+            let timeout = Duration::from_millis(u64::from(timeout_ms));
+            let out = engine.serve_operator_request(&worker, timeout, live).await;
+            Ok(answer(
+                out.map(|r| r.as_ref().map_or(Value::Null, operator_value)),
             ))
         })
     }

@@ -100,3 +100,65 @@ test('the inbox asks the app’s async auth hook who calls', async () => {
     await server.stop()
   }
 })
+
+test('the tooljig bin resumes and rolls back through a Node worker', async () => {
+  const { execFile } = await import('node:child_process')
+  const dir = mkdtempSync(join(tmpdir(), 'tooljig-operator-'))
+  const stop = new AbortController()
+  try {
+    const store = `sqlite://${join(dir, 'store.db')}`
+    const engine = new Engine({ stateStore: store })
+    const moved = []
+    const undone = []
+    engine.register(
+      'transfer',
+      tool({ inputSchema: { type: 'object', properties: { amount: { type: 'integer' } }, required: ['amount'] }, execute: async ({ amount }) => (moved.push(amount), { transfer: `t-${amount}` }) }),
+      { risk: 'high', approval: { required: 'always' } },
+    )
+    engine.compensateWith('transfer', async ({ result }) => (undone.push(result), { reversed: true }))
+    const out = await engine.run([{ id: 't', tool: 'transfer', arguments: { amount: 40 } }], { caller: { principal: 'ada' } })
+    const [pending] = await engine.pendingApprovals()
+    await engine.approve(pending.id, { argumentsHash: pending.argumentsHash, approver: { principal: 'ada' } })
+    // Not spawnSync: this process's loop must keep serving the worker while the command waits.
+    const cli = (...args) =>
+      new Promise((resolve) => {
+        execFile(process.execPath, [bin, ...args], { env: { ...process.env, TOOLJIG_STORE: store } }, (error, stdout, stderr) => resolve({ status: error ? error.code : 0, stdout, stderr }))
+      })
+
+    // Nobody serves operator requests yet: the command gives up and the request is withdrawn.
+    const alone = await cli('resume', out.runId, '--wait-ms', '300')
+    assert.equal(alone.status, 1)
+    assert.match(alone.stderr, /no app worker took request/)
+    const asked = await engine.askOperator('resume', out.runId, { askedBy: 'olga' })
+    assert.equal(asked.state, 'queued')
+    assert.equal(asked.askedBy, 'olga')
+    assert.equal((await engine.waitOperatorRequest(asked.id, { timeoutMs: 200 })).state, 'queued')
+    assert.equal(await engine.operatorRequest(asked.id), null)
+    await assert.rejects(engine.askOperator('resume', 'no-such-run'), (e) => e.code === 'not_found')
+    assert.deepEqual(moved, [])
+
+    const worker = engine.serveOperatorRequests({ worker: 'node-worker', signal: stop.signal })
+    const resumed = await cli('resume', out.runId, '--as', 'olga', '--json')
+    assert.equal(resumed.status, 0, resumed.stderr)
+    const answer = JSON.parse(resumed.stdout)
+    assert.equal(answer.state, 'answered')
+    assert.equal(answer.worker, 'node-worker')
+    assert.deepEqual(answer.result.results[0].envelope, { ok: true, data: { transfer: 't-40' } })
+    assert.deepEqual(moved, [40])
+    const rolled = await cli('rollback', out.runId)
+    assert.equal(rolled.status, 0, rolled.stderr)
+    assert.match(rolled.stdout, /rolled back by worker node-worker/)
+    assert.match(rolled.stdout, /compensated/)
+    assert.deepEqual(undone, [{ transfer: 't-40' }])
+    // The answer as the worker's engine reads it: camelCase keys, the report shaped.
+    const again = await engine.askOperator('rollback', out.runId)
+    const report = await engine.waitOperatorRequest(again.id, { timeoutMs: 10_000 })
+    assert.equal(report.result.runId, out.runId)
+    assert.equal(report.result.entries[0].outcome, 'already_rolled_back')
+    stop.abort()
+    await worker
+  } finally {
+    stop.abort()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -18,7 +18,8 @@ use pyo3_async_runtimes::TaskLocals;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
-use tooljig::{BatchOptions, Caller, Decision, Engine, ErrorCode, ToolError};
+use std::time::Duration;
+use tooljig::{BatchOptions, Caller, Decision, Engine, ErrorCode, OperatorAction, ToolError};
 
 /// One operation on durable runs, as the package sends it.
 #[derive(Debug, Deserialize)]
@@ -86,6 +87,25 @@ enum Op {
     Rollback {
         run_id: String,
         call_id: Option<String>,
+    },
+    AskOperator {
+        action: OperatorAction,
+        run_id: String,
+        #[serde(default)]
+        call_id: Option<String>,
+        #[serde(default)]
+        asked_by: Option<String>,
+    },
+    WaitOperatorRequest {
+        id: String,
+        timeout_ms: u64,
+    },
+    OperatorRequest {
+        id: String,
+    },
+    ServeOperatorRequest {
+        worker: String,
+        timeout_ms: u64,
     },
 }
 
@@ -182,13 +202,39 @@ async fn perform(engine: &Engine, op: Op, live: BatchOptions) -> Msg {
         ),
         Op::WaitForDecisions { run_id, timeout_ms } => reply(
             engine
-                .wait_for_decisions(&run_id, std::time::Duration::from_millis(timeout_ms))
+                .wait_for_decisions(&run_id, Duration::from_millis(timeout_ms))
                 .await
                 .map(Value::Bool),
         ),
         Op::Rollback { run_id, call_id } => reply(
             engine
                 .rollback_with(&run_id, call_id.as_deref(), live.host)
+                .await
+                .map(|r| value_of(&r)),
+        ),
+        Op::AskOperator {
+            action,
+            run_id,
+            call_id,
+            asked_by,
+        } => reply(
+            engine
+                .ask_operator(action, &run_id, call_id.as_deref(), asked_by.as_deref())
+                .await
+                .map(|r| value_of(&r)),
+        ),
+        Op::WaitOperatorRequest { id, timeout_ms } => reply(
+            engine
+                .wait_operator_request(&id, Duration::from_millis(timeout_ms))
+                .await
+                .map(|r| value_of(&r)),
+        ),
+        Op::OperatorRequest { id } => {
+            reply(engine.operator_request(&id).await.map(|r| value_of(&r)))
+        }
+        Op::ServeOperatorRequest { worker, timeout_ms } => reply(
+            engine
+                .serve_operator_request(&worker, Duration::from_millis(timeout_ms), live)
                 .await
                 .map(|r| value_of(&r)),
         ),

@@ -131,3 +131,58 @@ async def test_the_inbox_asks_the_apps_async_auth_hook(tmp_path: Path) -> None:
         assert seen == ["/", "/"]
     finally:
         server.stop()
+
+
+async def test_the_command_line_resumes_and_rolls_back_through_a_python_worker(tmp_path: Path) -> None:
+    import asyncio
+
+    engine = tooljig.Engine(state_store=f"sqlite://{tmp_path / 'store.db'}")
+    moved: list[int] = []
+    undone: list[Any] = []
+
+    @engine.tool(risk="high", approval={"required": "always"})
+    async def transfer(amount: int) -> dict[str, str]:
+        """Moves money (async: it runs on this loop when a worker resumes the run)."""
+        moved.append(amount)
+        return {"transfer": f"t-{amount}"}
+
+    async def reverse(undo: dict[str, Any]) -> dict[str, bool]:
+        undone.append(undo["result"])
+        return {"reversed": True}
+
+    engine.compensate_with("transfer", reverse)
+    out = await engine.run([{"id": "t", "tool": "transfer", "arguments": {"amount": 40}}], caller={"principal": "ada"})
+    [pending] = await engine.pending_approvals()
+    await engine.approve(pending["id"], arguments_hash=pending["arguments_hash"], approver={"principal": "ada"})
+
+    async def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return await asyncio.to_thread(tooljig_cli, tmp_path, *args)
+
+    # Nobody serves operator requests yet: the command gives up, and the request is withdrawn.
+    alone = await cli("resume", out.run_id, "--wait-ms", "300")
+    assert alone.returncode == 1 and "no app worker took request" in alone.stderr, alone.stderr
+    asked = await engine.ask_operator("resume", out.run_id, asked_by="olga")
+    assert asked["state"] == "queued"
+    assert (await engine.wait_operator_request(asked["id"], timeout_ms=200))["state"] == "queued"
+    assert await engine.operator_request(asked["id"]) is None
+    assert moved == []
+    with pytest.raises(tooljig.ToolError) as unknown:
+        await engine.ask_operator("resume", "no-such-run")
+    assert unknown.value.code == "not_found"
+
+    worker = asyncio.create_task(engine.serve_operator_requests(worker="py-worker"))
+    try:
+        resumed = await cli("resume", out.run_id, "--as", "olga", "--json")
+        assert resumed.returncode == 0, resumed.stderr
+        answer = json.loads(resumed.stdout)
+        assert answer["state"] == "answered" and answer["worker"] == "py-worker", answer
+        assert answer["result"]["results"][0]["envelope"] == {"ok": True, "data": {"transfer": "t-40"}}
+        assert moved == [40]
+        rolled = await cli("rollback", out.run_id)
+        assert rolled.returncode == 0, rolled.stderr
+        assert "rolled back by worker py-worker" in rolled.stdout and "compensated" in rolled.stdout
+        assert undone == [{"transfer": "t-40"}]
+    finally:
+        worker.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await worker

@@ -202,8 +202,9 @@ async fn a_request_whose_worker_died_is_taken_again_when_its_lease_lapses() {
         .await
         .unwrap();
     // A worker that takes the request and dies before it answers: taken, then nothing.
+    let key = format!("q/{}", asked.id);
     let raw = store
-        .get(Namespace::OperatorRequest, &asked.id)
+        .get(Namespace::OperatorRequest, &key)
         .await
         .unwrap()
         .unwrap();
@@ -214,7 +215,7 @@ async fn a_request_whose_worker_died_is_taken_again_when_its_lease_lapses() {
     let v = store
         .put(
             Namespace::OperatorRequest,
-            &asked.id,
+            &key,
             Expect::Version(raw.version),
             serde_json::to_value(&taken).unwrap(),
             None,
@@ -233,7 +234,7 @@ async fn a_request_whose_worker_died_is_taken_again_when_its_lease_lapses() {
     store
         .put(
             Namespace::OperatorRequest,
-            &asked.id,
+            &key,
             Expect::Version(v),
             serde_json::to_value(&taken).unwrap(),
             None,
@@ -251,6 +252,39 @@ async fn a_request_whose_worker_died_is_taken_again_when_its_lease_lapses() {
     assert_eq!(sent.load(Ordering::SeqCst), 1);
     let seen = worker.operator_request(&asked.id).await.unwrap().unwrap();
     assert_eq!(seen, answered);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answered_requests_never_crowd_out_new_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let worker = app(sqlite_store(dir.path()), sent.clone(), Default::default());
+    let run_id = approved_run(&worker).await;
+    // More answered requests than a worker scans in one go (64), all kept for their answers.
+    for _ in 0..70 {
+        let asked = worker
+            .ask_operator(OperatorAction::Resume, &run_id, None, None)
+            .await
+            .unwrap();
+        let served = worker
+            .serve_operator_request("w", Duration::from_secs(5), BatchOptions::default())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(served.id, asked.id);
+    }
+    assert_eq!(sent.load(Ordering::SeqCst), 1);
+    let last = worker
+        .ask_operator(OperatorAction::Rollback, &run_id, Some("b"), None)
+        .await
+        .unwrap();
+    let served = worker
+        .serve_operator_request("w", Duration::from_secs(5), BatchOptions::default())
+        .await
+        .unwrap()
+        .expect("the new request is found behind the answered ones");
+    assert_eq!(served.id, last.id);
+    assert_eq!(served.action, OperatorAction::Rollback);
 }
 
 /// Across processes on PostgreSQL, the asker is woken by the answer through the store's wake

@@ -62,6 +62,8 @@ pub const BATCH_EVENTS: Shape = &["*", "*/result", "*/result/approval", "*/resul
 pub const AGENT_EVENTS: Shape = &["*", "*/usage"];
 /// A stored approval request.
 pub const APPROVAL_RECORD: Shape = &["", "requested_by", "decision"];
+/// An operator's request (its `result` is shaped by the action it answers).
+pub const OPERATOR_REQUEST: Shape = &[""];
 /// A rollback report.
 pub const ROLLBACK_REPORT: Shape = &["", "entries/*"];
 /// A run record with its calls, results, step log and rollbacks.

@@ -10,7 +10,9 @@ rolled back) is a *run* with an id (``BatchResult.run_id``). The methods here ac
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import socket
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -27,6 +29,8 @@ T = TypeVar("T")
 CallerLike = Caller | Mapping[str, Any] | None
 
 _MISSING: Any = object()
+
+_log = logging.getLogger("tooljig")
 
 
 @dataclass(frozen=True)
@@ -343,6 +347,69 @@ class DurableRuns:
         each tool's compensation; returns ``{"entries": [...]}``."""
         report: dict[str, Any] = await self._op("rollback", run_id=run_id, call_id=call_id)
         return report
+
+    async def serve_operator_requests(self, worker: str | None = None) -> None:
+        """Carries out operators' requests until cancelled: ``tooljig resume RUN`` and
+        ``tooljig rollback RUN`` have no handlers, so they leave a request in the state store
+        and wait; the app's workers serving them take each one (exactly one worker does, by a
+        compare-and-set), resume or roll back the run with this engine's handlers on this
+        loop, and record the answer the command prints. Woken at once with a PostgreSQL or
+        Redis store, within 250 ms with SQLite. Run it as a task beside the app::
+
+            asyncio.create_task(engine.serve_operator_requests())
+
+        ``worker`` names this process in the answers (default ``host:pid``). A store that
+        fails is retried after a second, the failure logged; cancelling the task stops the
+        wait (and cancels a resume under way, as it would a batch)."""
+        name = worker or f"{socket.gethostname()}:{os.getpid()}"
+        while True:
+            try:
+                await self.serve_operator_request(name)
+            except ToolError as e:
+                _log.warning("serving operator requests failed, retrying: %s", e.message)
+                await asyncio.sleep(1)
+
+    async def serve_operator_request(
+        self, worker: str | None = None, timeout_ms: int = 60_000
+    ) -> dict[str, Any] | None:
+        """Waits up to ``timeout_ms`` for one operator request, carries it out and records
+        the answer (see :meth:`serve_operator_requests`); returns the answered request, or
+        None when none came."""
+        name = worker or f"{socket.gethostname()}:{os.getpid()}"
+        served: dict[str, Any] | None = await self._op(
+            "serve_operator_request", worker=name, timeout_ms=timeout_ms
+        )
+        return served
+
+    async def ask_operator(
+        self,
+        action: Literal["resume", "rollback"],
+        run_id: str,
+        *,
+        call_id: str | None = None,
+        asked_by: str | None = None,
+    ) -> dict[str, Any]:
+        """What ``tooljig resume`` / ``tooljig rollback`` do, from code without the handlers
+        (an admin tool): leaves the request for the app's workers and wakes them. Returns it
+        (``id``, ``state: "queued"``); ``ToolError`` ``not_found`` for an unknown run."""
+        request: dict[str, Any] = await self._op(
+            "ask_operator", action=action, run_id=run_id, call_id=call_id, asked_by=asked_by
+        )
+        return request
+
+    async def wait_operator_request(self, request_id: str, timeout_ms: int = 30_000) -> dict[str, Any]:
+        """Waits for a worker's answer to request ``request_id``: ``state`` is ``answered``
+        (``result`` or ``error``), or, when ``timeout_ms`` ran out, ``queued`` (no worker
+        took it; it was withdrawn) or ``taken`` (a worker is still at it)."""
+        request: dict[str, Any] = await self._op(
+            "wait_operator_request", id=request_id, timeout_ms=timeout_ms
+        )
+        return request
+
+    async def operator_request(self, request_id: str) -> dict[str, Any] | None:
+        """An operator's request as stored now, or None."""
+        request: dict[str, Any] | None = await self._op("operator_request", id=request_id)
+        return request
 
     def compensate_with(self, tool: str, compensation: Callable[..., Any]) -> None:
         """Registers ``compensation(input)`` or ``compensation(input, ctx)`` as what undoes a

@@ -9,6 +9,9 @@
 //! takes it again: a resume and a rollback are both safe to repeat), and writes the answer
 //! back, waking the asker (topic [`answered_topic`]). An asker that stops waiting withdraws
 //! a request nobody took, so it never runs later by surprise.
+//!
+//! Open requests are kept under `q/ID` and answered ones under `a/ID`, so the queue a worker
+//! scans holds only open ones, however many answers are kept.
 
 use super::Durable;
 use super::run_record::RunRecord;
@@ -33,8 +36,18 @@ pub(crate) fn answered_topic(id: &str) -> String {
 /// How long a worker holds a request without renewing it; it renews every third of this.
 pub const OPERATOR_LEASE_MS: u64 = 30_000;
 
-/// How many queued requests a worker looks at in one go.
+/// How many open requests a worker looks at in one go.
 const SCAN: usize = 64;
+
+/// Where an open request is kept.
+fn open_key(id: &str) -> String {
+    format!("q/{id}")
+}
+
+/// Where an answered request is kept.
+fn answered_key(id: &str) -> String {
+    format!("a/{id}")
+}
 
 /// What an operator asks of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,7 +157,7 @@ pub(crate) async fn ask(
     put_as(
         store,
         Namespace::OperatorRequest,
-        &request.id,
+        &open_key(&request.id),
         Expect::Absent,
         &request,
         Some(durable.run_ttl_ms),
@@ -155,17 +168,33 @@ pub(crate) async fn ask(
     Ok(request)
 }
 
+/// A request as stored now: answered, or still open (with the version of its open record).
+async fn find(
+    store: &dyn StateStore,
+    id: &str,
+) -> Result<Option<(OperatorRequest, Option<u64>)>, StoreError> {
+    let ns = Namespace::OperatorRequest;
+    if let Some((answered, _)) = get_as::<OperatorRequest>(store, ns, &answered_key(id)).await? {
+        return Ok(Some((answered, None)));
+    }
+    match get_as::<OperatorRequest>(store, ns, &open_key(id)).await? {
+        Some((open, version)) => Ok(Some((open, Some(version)))),
+        // Answered between the two reads: the answer is written before the open record goes.
+        None => Ok(get_as::<OperatorRequest>(store, ns, &answered_key(id))
+            .await?
+            .map(|(answered, _)| (answered, None))),
+    }
+}
+
 /// A request as stored now.
 pub(crate) async fn get(
     store: &dyn StateStore,
     id: &str,
 ) -> Result<Option<OperatorRequest>, ToolError> {
-    Ok(
-        get_as::<OperatorRequest>(store, Namespace::OperatorRequest, id)
-            .await
-            .map_err(StoreError::refusal)?
-            .map(|(r, _)| r),
-    )
+    Ok(find(store, id)
+        .await
+        .map_err(StoreError::refusal)?
+        .map(|(r, _)| r))
 }
 
 /// Waits up to `timeout` for request `id` to be answered. When the time runs out and no
@@ -181,7 +210,7 @@ pub(crate) async fn wait(
     let topic = answered_topic(id);
     loop {
         let (asked, woken) = durable.wakeups.armed(&topic);
-        let found = get_as::<OperatorRequest>(store, Namespace::OperatorRequest, id).await;
+        let found = find(store, id).await;
         let left = deadline.saturating_duration_since(Instant::now());
         let (request, version) = match found {
             Ok(Some(found)) => found,
@@ -204,10 +233,10 @@ pub(crate) async fn wait(
         }
         if left.is_zero() {
             durable.wakeups.forget(&topic, &asked);
-            if request.state == RequestState::Queued {
+            if let (RequestState::Queued, Some(version)) = (request.state, version) {
                 // Withdrawn unless a worker took it this very moment.
                 let gone = store
-                    .delete(Namespace::OperatorRequest, id, version)
+                    .delete(Namespace::OperatorRequest, &open_key(id), version)
                     .await
                     .map_err(StoreError::refusal)?;
                 if !gone && let Some(now) = get(store, id).await? {
@@ -232,7 +261,7 @@ async fn take(
     ttl_ms: u64,
 ) -> Result<Option<(OperatorRequest, u64)>, StoreError> {
     let now = now_ms();
-    for (_, found) in store.list(Namespace::OperatorRequest, "", SCAN).await? {
+    for (_, found) in store.list(Namespace::OperatorRequest, "q/", SCAN).await? {
         let Ok(mut request) = serde_json::from_value::<OperatorRequest>(found.value) else {
             continue;
         };
@@ -243,7 +272,7 @@ async fn take(
         request.worker = Some(worker.to_string());
         request.lease_until_ms = Some(now + OPERATOR_LEASE_MS);
         let to = Expect::Version(found.version);
-        let key = request.id.clone();
+        let key = open_key(&request.id);
         if let Some(v) = put_as(
             store,
             Namespace::OperatorRequest,
@@ -324,7 +353,8 @@ where
                 let to = Expect::Version(version);
                 // Renewal lost (store down, or the lease lapsed and another took it): the
                 // work goes on; repeating a resume or rollback is safe.
-                if let Ok(Some(v)) = put_as(store, Namespace::OperatorRequest, &request.id, to, &request, Some(ttl)).await {
+                let key = open_key(&request.id);
+                if let Ok(Some(v)) = put_as(store, Namespace::OperatorRequest, &key, to, &request, Some(ttl)).await {
                     version = v;
                 }
             }
@@ -338,24 +368,27 @@ where
         Err(e) => request.error = Some(e),
     }
     let id = request.id.clone();
-    // The answer overwrites whatever the record holds now: this worker did the work.
-    let current = get_as::<OperatorRequest>(store, Namespace::OperatorRequest, &id)
+    let ns = Namespace::OperatorRequest;
+    // The answer first, then the open record goes: a reader in between finds the answer.
+    // Another worker that took the request over after this one's lease lapsed may have
+    // answered too; the later answer stands.
+    let to = match get_as::<OperatorRequest>(store, ns, &answered_key(&id))
         .await
-        .map_err(StoreError::refusal)?;
-    let to = match current {
+        .map_err(StoreError::refusal)?
+    {
         Some((_, v)) => Expect::Version(v),
         None => Expect::Absent,
     };
-    put_as(
-        store,
-        Namespace::OperatorRequest,
-        &id,
-        to,
-        &request,
-        Some(ttl),
-    )
-    .await
-    .map_err(StoreError::refusal)?;
+    put_as(store, ns, &answered_key(&id), to, &request, Some(ttl))
+        .await
+        .map_err(StoreError::refusal)?;
+    if let Some((_, v)) = get_as::<OperatorRequest>(store, ns, &open_key(&id))
+        .await
+        .map_err(StoreError::refusal)?
+    {
+        // Gone already, or changed by a worker that took it over: that one removes it.
+        let _ = store.delete(ns, &open_key(&id), v).await;
+    }
     durable.wakeups.wake(answered_topic(&id));
     Ok(Some(request))
 }
