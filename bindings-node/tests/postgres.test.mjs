@@ -80,3 +80,29 @@ test('workers write one sealed audit chain in PostgreSQL', async (t) => {
   assert.deepEqual((await workers[1].audit()).map((r) => r.seq), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
   assert.equal((await workers[2].audit({ principal: 'p1' })).length, 4)
 })
+
+test('a store over TLS: verify-full against the server certificate, refused for another name', async (t) => {
+  const url = scratch(t)
+  if (!url) return
+  const [ssl, cert] = ['SHOW ssl', 'SHOW ssl_cert_file'].map((q) => psql(q).stdout.trim())
+  const { existsSync } = await import('node:fs')
+  if (ssl !== 'on' || !existsSync(cert) || !url.includes('127.0.0.1')) {
+    if (process.env.CI === 'true') throw new Error(`the PostgreSQL server serves no TLS (ssl = ${ssl}, ${cert}) under CI=true`)
+    t.skip('the PostgreSQL server serves no TLS here')
+    return
+  }
+  const app = `tj_node_tls_${randomUUID().replaceAll('-', '')}`
+  const secure = `${url.replace('127.0.0.1', 'localhost')}&sslmode=verify-full&sslrootcert=${cert}&application_name=${app}`
+  const runs = []
+  const engine = worker(secure, runs)
+  const out = await engine.run([{ id: 'p', tool: 'pay', arguments: { amount: 5 } }], { caller: ana })
+  assert.deepEqual(out.results[0].envelope, { ok: true, data: { paid: 5 } })
+  const encrypted = psql(`SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = '${app}'`)
+  assert.equal(encrypted.stdout.trim(), 't')
+  // The certificate was issued to localhost: by address, verify-full refuses it.
+  const wrong = worker(`${url}&sslmode=verify-full&sslrootcert=${cert}`, runs)
+  const refused = await wrong.run([{ id: 'p', tool: 'pay', arguments: { amount: 6 } }], { caller: ana })
+  assert.equal(refused.results[0].envelope.error.code, 'unavailable')
+  assert.deepEqual(runs, ['pay'])
+  await assert.rejects(async () => new Engine({ stateStore: `${url}&sslmode=sometimes` }), /sslmode=sometimes/)
+})

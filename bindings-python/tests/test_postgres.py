@@ -185,3 +185,28 @@ async def test_a_run_is_cancelled_from_another_worker(postgres_url: str) -> None
     with pytest.raises(tooljig.ToolError) as unknown:
         await b.cancel_run("no-such-run")
     assert unknown.value.code == "not_found"
+
+
+def test_a_store_over_tls_checks_the_server_certificate(postgres_url: str) -> None:
+    ssl, cert = (_psql(q).stdout.strip() for q in ("SHOW ssl", "SHOW ssl_cert_file"))
+    if ssl != "on" or not os.path.exists(cert) or "127.0.0.1" not in postgres_url:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the PostgreSQL server serves no TLS (ssl = {ssl}, {cert}) under CI=true")
+        pytest.skip("the PostgreSQL server serves no TLS here")
+    app = f"tj_py_tls_{uuid.uuid4().hex}"
+    secure = postgres_url.replace("127.0.0.1", "localhost") + f"&sslmode=verify-full&sslrootcert={cert}&application_name={app}"
+    runs: list[str] = []
+    out = worker(secure, runs).run_sync([{"id": "p", "tool": "pay", "arguments": {"amount": 5}}], caller=ANA)
+    assert out.get("p")["envelope"] == {"ok": True, "data": {"paid": 5}}
+    encrypted = _psql(
+        "SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) "
+        f"WHERE a.application_name = '{app}'"
+    )
+    assert encrypted.stdout.strip() == "t"
+    # The certificate was issued to localhost: by address, verify-full refuses it.
+    wrong = worker(postgres_url + f"&sslmode=verify-full&sslrootcert={cert}", runs)
+    refused = wrong.run_sync([{"id": "p", "tool": "pay", "arguments": {"amount": 6}}], caller=ANA)
+    assert refused.get("p")["envelope"]["error"]["code"] == "unavailable"
+    assert runs == ["pay"]
+    with pytest.raises(tooljig.InvalidInputError, match="sslmode=sometimes"):
+        tooljig.Engine(state_store=tooljig.PostgresStore(postgres_url + "&sslmode=sometimes"))

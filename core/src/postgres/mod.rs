@@ -1,11 +1,21 @@
 //! PostgreSQL connections for the backends that live there: one pool per database URL, the
-//! `schema` the tables go in, and versioned migrations applied once, however many workers
-//! start at the same moment.
+//! `schema` the tables go in, TLS as the URL's `sslmode` asks (`tls.rs`), and versioned
+//! migrations applied once, however many workers start at the same moment.
+
+mod tls;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use std::time::Duration;
+use tls::{MakeRustlsConnect, TlsParams};
 use tokio::sync::OnceCell;
-use tokio_postgres::NoTls;
+use tokio_postgres::tls::MakeTlsConnect;
+
+/// A connection outside the pool, as [`Database::dedicated`] opens it (TLS or not, as the
+/// URL says).
+pub type Connection = tokio_postgres::Connection<
+    tokio_postgres::Socket,
+    <MakeRustlsConnect as MakeTlsConnect<tokio_postgres::Socket>>::Stream,
+>;
 
 /// One step of a component's schema. `sql` may hold several statements; `{schema}` stands
 /// for the quoted schema name.
@@ -32,6 +42,7 @@ pub struct Database {
     pool: Pool,
     /// How to connect, for a connection of its own outside the pool (`LISTEN`).
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     schema: String,
     component: &'static str,
     migrations: &'static [Migration],
@@ -39,17 +50,20 @@ pub struct Database {
 }
 
 impl Database {
-    /// The database at `url` (libpq's URL, plus `?schema=NAME`, default `tooljig`). Nothing
-    /// connects until the first [`Database::client`].
+    /// The database at `url` (libpq's URL, plus `?schema=NAME`, default `tooljig`; `sslmode`
+    /// and `sslrootcert` as libpq reads them, see `tls.rs`). Nothing connects until the first
+    /// [`Database::client`].
     pub fn open(
         url: &str,
         component: &'static str,
         migrations: &'static [Migration],
     ) -> Result<Self, String> {
-        let (conninfo, schema) = split_url(url)?;
+        let (conninfo, schema, tls) = split_url(url)?;
         let mut config: tokio_postgres::Config = conninfo
             .parse()
             .map_err(|e| format!("{} is not a PostgreSQL URL: {e}", redact(url)))?;
+        let (mode, tls) = tls.connector()?;
+        config.ssl_mode(mode);
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(WAIT);
         }
@@ -58,7 +72,7 @@ impl Database {
         }
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -73,6 +87,7 @@ impl Database {
         Ok(Database {
             pool,
             config,
+            tls,
             schema,
             component,
             migrations,
@@ -82,17 +97,9 @@ impl Database {
 
     /// A connection of its own, outside the pool, driven by `on_message` until it closes:
     /// for one that listens, and must not go back to the pool with its `LISTEN`s.
-    pub async fn dedicated(
-        &self,
-    ) -> Result<
-        (
-            tokio_postgres::Client,
-            tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
-        ),
-        String,
-    > {
+    pub async fn dedicated(&self) -> Result<(tokio_postgres::Client, Connection), String> {
         self.config
-            .connect(NoTls)
+            .connect(self.tls.clone())
             .await
             .map_err(|e| format!("PostgreSQL is unreachable: {}", describe(&e)))
     }
@@ -186,15 +193,17 @@ pub fn describe(e: &tokio_postgres::Error) -> String {
     }
 }
 
-/// The URL without tooljig's own `schema` parameter, and the schema (checked: letters,
-/// digits and `_`, as PostgreSQL names unquoted).
-fn split_url(url: &str) -> Result<(String, String), String> {
+/// The URL without the parameters tooljig reads itself, the schema (checked: letters,
+/// digits and `_`, as PostgreSQL names unquoted) and what the URL asks of TLS.
+fn split_url(url: &str) -> Result<(String, String, TlsParams), String> {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut schema = "tooljig".to_string();
+    let mut tls = TlsParams::default();
     let mut rest = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
             Some(("schema", name)) => schema = name.to_string(),
+            Some((key, value)) if tls.take(key, value)? => {}
             _ => rest.push(pair),
         }
     }
@@ -214,7 +223,7 @@ fn split_url(url: &str) -> Result<(String, String), String> {
     } else {
         format!("{base}?{}", rest.join("&"))
     };
-    Ok((conninfo, schema))
+    Ok((conninfo, schema, tls))
 }
 
 /// `url` with its password hidden, for messages.
@@ -237,13 +246,16 @@ mod tests {
 
     #[test]
     fn the_schema_comes_out_of_the_url() {
+        let (conninfo, schema, _) =
+            split_url("postgres://u@h/db?schema=t_1&sslmode=require&connect_timeout=3").unwrap();
         assert_eq!(
-            split_url("postgres://u@h/db?schema=t_1&sslmode=disable").unwrap(),
-            ("postgres://u@h/db?sslmode=disable".into(), "t_1".into())
+            (conninfo.as_str(), schema.as_str()),
+            ("postgres://u@h/db?connect_timeout=3", "t_1")
         );
+        let (conninfo, schema, _) = split_url("postgres://h/db").unwrap();
         assert_eq!(
-            split_url("postgres://h/db").unwrap(),
-            ("postgres://h/db".into(), "tooljig".into())
+            (conninfo.as_str(), schema.as_str()),
+            ("postgres://h/db", "tooljig")
         );
         assert!(split_url("postgres://h/db?schema=a;drop").is_err());
         assert!(split_url("postgres://h/db?schema=").is_err());
