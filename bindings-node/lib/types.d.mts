@@ -523,9 +523,9 @@ export interface EngineOptions {
   resolvers?: Record<string, (request: ResolveRequest) => Resolution | Promise<Resolution>>
   /** Where durable state lives; with one, every batch is a run resumable from any process sharing it. */
   stateStore?: 'memory' | `sqlite:${string}` | `postgres:${string}` | `postgresql:${string}` | `redis:${string}` | { sqlite: string } | { postgres: string } | { redis: string }
-  /** Where rate-limit budgets live: `'memory'` (per process) or `'redis://HOST:PORT/DB?prefix=NAME'` (shared by every worker; unreachable: limited calls end `unavailable`). */
+  /** Where rate-limit budgets live: `'memory'` (per process) or `'redis://HOST:PORT/DB?prefix=NAME'` (a cluster: `'redis+cluster://HOST:PORT,HOST:PORT'`; shared by every worker; unreachable: limited calls end `unavailable`). */
   rateLimiter?: 'memory' | `redis:${string}`
-  /** Where read tools' cached results live: `'memory'` (per process) or `'redis://HOST:PORT/DB?prefix=NAME'` (shared by every worker; unreachable: a miss). */
+  /** Where read tools' cached results live: `'memory'` (per process) or `'redis://HOST:PORT/DB?prefix=NAME'` (a cluster: `'redis+cluster://HOST:PORT,HOST:PORT'`; shared by every worker; unreachable: a miss). */
   resultCache?: 'memory' | `redis:${string}`
   /** Calls of tools at this risk or above need approval. */
   approvalRules?: { minRisk?: Risk | null }

@@ -1,10 +1,13 @@
-// Rate limits and the result cache shared through Redis, from Node, against the real server:
-// two engines (workers) share one budget and one cache; Redis unreachable fails the limited
+// Rate limits and the result cache shared through Redis, from Node, against the real server
+// and a Redis Cluster (`redis+cluster://`): two engines (workers) share one budget and one cache; Redis unreachable fails the limited
 // call closed (`unavailable`). Each test has its own key prefix, deleted after.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { test } from 'node:test'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Engine, tool } from '../lib/index.mjs'
 
 const base = process.env.TOOLJIG_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -15,14 +18,33 @@ function cli(...args) {
   return spawnSync('redis-cli', ['-u', base, ...args], { encoding: 'utf8', timeout: 30_000 })
 }
 
-/** A URL whose `?prefix=` is the test's own, or null (skipped) when the server is away outside CI. */
-function scratch(t) {
+const script = fileURLToPath(new URL('../../scripts/redis-cluster.sh', import.meta.url))
+const places = ['server', 'cluster']
+
+/**
+ * A URL whose `?prefix=` is the test's own, on the test server (keys deleted after) or on a
+ * Redis Cluster of the test's own (`redis+cluster://`, stopped after); or null (skipped)
+ * when neither can be had outside CI.
+ */
+function scratch(t, where = 'server') {
+  const prefix = `tj_node_${randomUUID().replaceAll('-', '')}:`
+  if (where === 'cluster') {
+    const dir = join(tmpdir(), `tj-cluster-${randomUUID()}`)
+    const started = spawnSync('bash', [script, 'start', dir], { encoding: 'utf8', timeout: 120_000 })
+    if (started.status === 3) {
+      if (process.env.CI === 'true') throw new Error(`no Redis Cluster under CI=true: ${started.stderr}`)
+      t.skip(`no Redis Cluster here: ${started.stderr.trim()}`)
+      return null
+    }
+    assert.equal(started.status, 0, started.stderr)
+    t.after(() => spawnSync('bash', [script, 'stop', dir], { timeout: 60_000 }))
+    return `${started.stdout.trim()}?prefix=${prefix}`
+  }
   if (cli('PING').stdout?.trim() !== 'PONG') {
     if (process.env.CI === 'true') throw new Error(`Redis at ${base} is unreachable under CI=true`)
     t.skip(`Redis at ${base} is unreachable (or redis-cli is missing)`)
     return null
   }
-  const prefix = `tj_node_${randomUUID().replaceAll('-', '')}:`
   t.after(() => {
     const keys = cli('--scan', '--pattern', `${prefix}*`).stdout.split(/\s+/).filter(Boolean)
     if (keys.length) cli('DEL', ...keys)
@@ -37,8 +59,9 @@ function worker(url, runs) {
   return engine
 }
 
-test('workers share a rate-limit budget and a result cache through Redis', async (t) => {
-  const url = scratch(t)
+for (const where of places)
+  test(`workers share a rate-limit budget and a result cache through Redis (${where})`, async (t) => {
+  const url = scratch(t, where)
   if (!url) return
   const runs = []
   const [a, b] = [worker(url, runs), worker(url, runs)]
@@ -62,8 +85,9 @@ test('Redis unreachable fails limited calls closed and retryably', async () => {
   assert.deepEqual(runs, [])
 })
 
-test('a run kept in Redis is decided and resumed by another worker', async (t) => {
-  const url = scratch(t)
+for (const where of places)
+  test(`a run kept in Redis is decided and resumed by another worker (${where})`, async (t) => {
+  const url = scratch(t, where)
   if (!url) return
   const sent = []
   const mail = () => {
@@ -81,8 +105,9 @@ test('a run kept in Redis is decided and resumed by another worker', async (t) =
   assert.deepEqual(sent, ['bo'])
 })
 
-test('a worker waiting for decisions is woken by the decision another makes', async (t) => {
-  const url = scratch(t)
+for (const where of places)
+  test(`a worker waiting for decisions is woken by the decision another makes (${where})`, async (t) => {
+  const url = scratch(t, where)
   if (!url) return
   const mail = () => new Engine({ stateStore: url }).register('send', tool({ execute: (a) => a }), { approval: { required: 'always' } })
   const [agent, inbox] = [mail(), mail()]
@@ -98,8 +123,9 @@ test('a worker waiting for decisions is woken by the decision another makes', as
   assert.deepEqual((await agent.resume(out.runId)).results[0].envelope, { ok: true, data: { to: 'bo' } })
 })
 
-test('a run kept in Redis is cancelled from another worker, at once', async (t) => {
-  const url = scratch(t)
+for (const where of places)
+  test(`a run kept in Redis is cancelled from another worker, at once (${where})`, async (t) => {
+  const url = scratch(t, where)
   if (!url) return
   const [a, b] = [new Engine({ stateStore: url }), new Engine({ stateStore: url })]
   let started

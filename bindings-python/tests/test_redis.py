@@ -1,6 +1,7 @@
 """Rate limits and the result cache shared through Redis, from Python, against the real
-server: two engines (workers) share one budget and one cache; Redis unreachable fails the
-limited call closed (``unavailable``). Each test has its own key prefix, deleted after."""
+server and a Redis Cluster (``redis+cluster://``): two engines (workers) share one budget
+and one cache; Redis unreachable fails the limited call closed (``unavailable``). Each test
+has its own key prefix, deleted after, or its own cluster, stopped after."""
 
 from __future__ import annotations
 
@@ -24,15 +25,36 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["redis-cli", "-u", BASE, *args], capture_output=True, text=True, timeout=30)
 
 
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    """A URL whose ``?prefix=`` is this test's own; its keys are deleted afterwards."""
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "redis-cluster.sh")
+
+
+def _cluster(tmp: str) -> str:
+    """A Redis Cluster of the test's own (three masters, ``scripts/redis-cluster.sh``)."""
+    started = subprocess.run(["bash", SCRIPT, "start", tmp], capture_output=True, text=True, timeout=120)
+    if started.returncode == 3:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no Redis Cluster under CI=true: {started.stderr.strip()}")
+        pytest.skip(f"no Redis Cluster here: {started.stderr.strip()}")
+    assert started.returncode == 0, started.stderr
+    return started.stdout.strip()
+
+
+@pytest.fixture(params=["server", "cluster"])
+def redis_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A URL whose ``?prefix=`` is this test's own, on the test server (its keys deleted
+    afterwards) or on a Redis Cluster of the test's own (stopped afterwards)."""
+    prefix = f"tj_py_{uuid.uuid4().hex}:"
+    if request.param == "cluster":
+        where = str(tmp_path_factory.mktemp("cluster") / "nodes")
+        base = _cluster(where)
+        yield f"{base}?prefix={prefix}"
+        subprocess.run(["bash", SCRIPT, "stop", where], timeout=60)
+        return
     reachable = shutil.which("redis-cli") is not None and _cli("PING").stdout.strip() == "PONG"
     if not reachable:
         if os.environ.get("CI") == "true":
             pytest.fail(f"Redis at {BASE} is unreachable under CI=true")
         pytest.skip(f"Redis at {BASE} is unreachable (or redis-cli is missing)")
-    prefix = f"tj_py_{uuid.uuid4().hex}:"
     yield f"{BASE}?prefix={prefix}"
     keys = _cli("--scan", "--pattern", f"{prefix}*").stdout.split()
     if keys:

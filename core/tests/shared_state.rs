@@ -9,6 +9,8 @@
 
 #[path = "support/postgres.rs"]
 mod postgres;
+#[path = "support/redis_cluster.rs"]
+mod redis_cluster;
 #[path = "support/redis.rs"]
 mod redis_support;
 #[path = "support/roles.rs"]
@@ -35,6 +37,9 @@ async fn backends(tag: &str) -> Vec<(String, Box<dyn std::any::Any>)> {
     }
     if let Some(p) = redis_support::Prefix::new(tag) {
         out.push((p.url.clone(), Box::new(p)));
+    }
+    if let Some(c) = redis_cluster::Cluster::start(tag) {
+        out.push((c.url.clone(), Box::new(c)));
     }
     out
 }

@@ -68,7 +68,8 @@ class PostgresStore:
 @dataclass(frozen=True)
 class RedisStore:
     """Keeps runs, approvals and preferences in Redis, shared by every worker that opens the
-    same ``url`` (``redis://host:port/db``; ``?prefix=NAME`` puts the keys under their own
+    same ``url`` (``redis://host:port/db``, or a Redis Cluster's nodes
+    ``redis+cluster://host:port,host:port``; ``?prefix=NAME`` puts the keys under their own
     prefix, default ``tooljig:``). As durable as the server's persistence: use PostgreSQL
     where losing the last writes matters."""
 

@@ -69,7 +69,8 @@ class Engine(DurableRuns, McpEndpoints):
     raising :class:`ToolError` refuses the call with that error, anything else fails closed.
     ``rate_limiter`` is where rate-limit budgets live and ``result_cache`` where read tools'
     cached results live: ``"memory"`` (the default, per process) or
-    ``"redis://HOST:PORT/DB?prefix=NAME"``, shared by every worker (Redis unreachable: a
+    ``"redis://HOST:PORT/DB?prefix=NAME"`` (a cluster: ``"redis+cluster://HOST:PORT,..."``),
+    shared by every worker (Redis unreachable: a
     limited call ends ``unavailable``, never unlimited; a cache lookup is a miss).
 
     Tamper evidence: ``seal_key`` (bytes, or a string: ``"env:NAME"``, ``"file:PATH"``,

@@ -270,7 +270,8 @@ pub enum StoreSpec {
 pub enum CoordinationSpec {
     /// In this process: a limit or a cached result holds per process.
     Memory,
-    /// A Redis server (`redis://host:port/db?prefix=NAME`): shared by every worker that
+    /// A Redis server (`redis://host:port/db?prefix=NAME`) or cluster
+    /// (`redis+cluster://host:port,host:port?prefix=NAME`): shared by every worker that
     /// names it.
     Redis(String),
 }
@@ -281,11 +282,11 @@ impl CoordinationSpec {
     pub fn parse(value: &Value) -> Result<Self, String> {
         match value.as_str() {
             Some("memory" | "memory://") => Ok(CoordinationSpec::Memory),
-            Some(url) if url.starts_with("redis://") => {
+            Some(url) if url.starts_with("redis://") || url.starts_with("redis+cluster://") => {
                 Ok(CoordinationSpec::Redis(url.to_string()))
             }
             _ => Err(format!(
-                "expected \"memory\" or a redis://HOST:PORT URL, got {value}"
+                "expected \"memory\", a redis://HOST:PORT or a redis+cluster://HOST:PORT,HOST:PORT URL, got {value}"
             )),
         }
     }
@@ -390,7 +391,7 @@ impl StoreSpec {
             "memory" => Ok(StoreSpec::Memory),
             "sqlite" => Ok(StoreSpec::Sqlite(needs_path(&scheme, path)?)),
             "postgres" | "postgresql" => Ok(StoreSpec::Postgres(server_url(value, &scheme, path)?)),
-            "redis" => Ok(StoreSpec::Redis(server_url(value, &scheme, path)?)),
+            "redis" | "redis+cluster" => Ok(StoreSpec::Redis(server_url(value, &scheme, path)?)),
             other => Err(format!(
                 "no state store speaks {other:?}; expected memory, sqlite://PATH, postgres://HOST/DB or redis://HOST"
             )),

@@ -130,7 +130,7 @@ impl Inner {
         self.redis.key("stateidx", ns.as_str())
     }
 
-    async fn connection(&self) -> Result<::redis::aio::ConnectionManager, StoreError> {
+    async fn connection(&self) -> Result<crate::redis::Connection, StoreError> {
         self.redis.connection().await.map_err(StoreError)
     }
 }
