@@ -79,10 +79,15 @@ impl TlsParams {
                 ));
             }
         };
+        let unchecked = || {
+            Arc::new(Lenient {
+                chain: None,
+                provider: provider(),
+            })
+        };
         let config = match (mode, check) {
             // Never used for a handshake; any configuration will do.
-            (SslMode::Disable, _) => client_config(Arc::new(Unchecked(provider())))?,
-            (_, Check::Nothing) => client_config(Arc::new(Unchecked(provider())))?,
+            (SslMode::Disable, _) | (_, Check::Nothing) => client_config(unchecked())?,
             (_, check) => {
                 let roots = Arc::new(self.roots()?);
                 let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider())
@@ -90,7 +95,10 @@ impl TlsParams {
                     .map_err(|e| format!("sslrootcert: {e}"))?;
                 let verifier: Arc<dyn ServerCertVerifier> = match check {
                     Check::AuthorityAndHost => webpki,
-                    _ => Arc::new(AnyHost(webpki)),
+                    _ => Arc::new(Lenient {
+                        chain: Some(webpki),
+                        provider: provider(),
+                    }),
                 };
                 client_config(verifier)?
             }
@@ -142,61 +150,17 @@ fn client_config(verifier: Arc<dyn ServerCertVerifier>) -> Result<ClientConfig, 
         .with_no_client_auth())
 }
 
-/// `prefer` and `require` without a root: the handshake's signatures are checked, the
-/// certificate is not (libpq does the same).
+/// The certificate checks rustls's own verifier does not offer: none at all (`prefer`, and
+/// `require` without a root, as libpq does), or the chain without the name (`verify-ca`).
+/// The handshake's signatures are checked either way.
 #[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+struct Lenient {
+    /// The chain's verifier, when the chain is checked.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
 }
 
-/// `verify-ca`: the chain is checked against the roots; the name it was issued for is not.
-#[derive(Debug)]
-struct AnyHost(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyHost {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -205,10 +169,10 @@ impl ServerCertVerifier for AnyHost {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -222,7 +186,8 @@ impl ServerCertVerifier for AnyHost {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -231,11 +196,14 @@ impl ServerCertVerifier for AnyHost {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
