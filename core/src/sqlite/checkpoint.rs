@@ -28,10 +28,22 @@ thread_local! {
     static LOG_PAGES: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
 }
 
+/// WAL pages after which the writer waits for a checkpoint. On a loaded machine the background
+/// checkpointer may hold the checkpoint lock at every commit, so the writer's own passive
+/// checkpoint above is refused each time and the log would grow without end; past this size
+/// the writer waits for the lock once (and for readers of old pages) and copies the rest, so
+/// the next transaction starts the log over.
+const BLOCKING_CHECKPOINT_PAGES: i32 = 6 * CHECKPOINT_PAGES;
+
 fn on_commit(wal: &rusqlite::hooks::Wal, pages: i32) -> rusqlite::Result<()> {
     if pages >= WRITER_CHECKPOINT_PAGES {
+        use rusqlite::hooks::CheckpointMode::{PASSIVE, RESTART};
         // Busy when the checkpointer is at work: the next commit tries again.
-        let _ = wal.checkpoint_v2(rusqlite::hooks::CheckpointMode::PASSIVE);
+        let copied_all = matches!(wal.checkpoint_v2(PASSIVE), Ok((log, done)) if log == done);
+        if !copied_all && pages >= BLOCKING_CHECKPOINT_PAGES {
+            // A failure (readers held on past the busy timeout) leaves it to a later commit.
+            let _ = wal.checkpoint_v2(RESTART);
+        }
     }
     LOG_PAGES.with(|p| p.set(pages));
     Ok(())
