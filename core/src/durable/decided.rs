@@ -29,20 +29,14 @@ pub async fn wait(
     timeout: Duration,
 ) -> Result<bool, ToolError> {
     let deadline = Instant::now() + timeout;
-    let topic = decided_topic(run_id);
-    loop {
-        // Armed before the store is read, so a decision made in between still wakes us.
-        let (asked, woken) = wakeups.armed(&topic);
-        let done = settled(store, run_id).await;
-        let left = deadline.saturating_duration_since(Instant::now());
-        if !matches!(done, Ok(false)) || left.is_zero() {
-            wakeups.forget(&topic, &asked);
-            return done;
+    let decided = || async {
+        match settled(store, run_id).await {
+            Ok(false) => None,
+            done => Some(done),
         }
-        tokio::select! {
-            _ = woken => {}
-            _ = tokio::time::sleep(left.min(wakeups.patience())) => {}
-        }
-        wakeups.forget(&topic, &asked);
-    }
+    };
+    wakeups
+        .read_until(&decided_topic(run_id), deadline, None, decided)
+        .await
+        .unwrap_or(Ok(false))
 }

@@ -207,50 +207,41 @@ pub(crate) async fn wait(
 ) -> Result<OperatorRequest, ToolError> {
     let store = durable.store.as_ref();
     let deadline = Instant::now() + timeout;
+    let answered = || async {
+        match find(store, id).await {
+            Ok(Some((request, _))) if request.state != RequestState::Answered => None,
+            Ok(found) => Some(Ok(found)),
+            Err(e) => Some(Err(e)),
+        }
+    };
     let topic = answered_topic(id);
-    loop {
-        let (asked, woken) = durable.wakeups.armed(&topic);
-        let found = find(store, id).await;
-        let left = deadline.saturating_duration_since(Instant::now());
-        let (request, version) = match found {
-            Ok(Some(found)) => found,
-            Ok(None) => {
-                durable.wakeups.forget(&topic, &asked);
-                return Err(ToolError::new(
-                    ErrorCode::NotFound,
-                    format!("there is no operator request {id:?} (or it expired)"),
-                )
-                .with("reason", "unknown_request"));
-            }
-            Err(e) => {
-                durable.wakeups.forget(&topic, &asked);
-                return Err(e.refusal());
-            }
-        };
-        if request.state == RequestState::Answered {
-            durable.wakeups.forget(&topic, &asked);
-            return Ok(request);
+    let found = match durable
+        .wakeups
+        .read_until(&topic, deadline, None, answered)
+        .await
+    {
+        Some(found) => found,
+        None => find(store, id).await,
+    };
+    let (request, version) = found.map_err(StoreError::refusal)?.ok_or_else(|| {
+        ToolError::new(
+            ErrorCode::NotFound,
+            format!("there is no operator request {id:?} (or it expired)"),
+        )
+        .with("reason", "unknown_request")
+    })?;
+    if let (RequestState::Queued, Some(version)) = (request.state, version) {
+        // The time ran out and no worker took it: withdrawn, unless one took it this very
+        // moment.
+        let gone = store
+            .delete(Namespace::OperatorRequest, &open_key(id), version)
+            .await
+            .map_err(StoreError::refusal)?;
+        if !gone && let Some(now) = get(store, id).await? {
+            return Ok(now);
         }
-        if left.is_zero() {
-            durable.wakeups.forget(&topic, &asked);
-            if let (RequestState::Queued, Some(version)) = (request.state, version) {
-                // Withdrawn unless a worker took it this very moment.
-                let gone = store
-                    .delete(Namespace::OperatorRequest, &open_key(id), version)
-                    .await
-                    .map_err(StoreError::refusal)?;
-                if !gone && let Some(now) = get(store, id).await? {
-                    return Ok(now);
-                }
-            }
-            return Ok(request);
-        }
-        tokio::select! {
-            _ = woken => {}
-            _ = tokio::time::sleep(left.min(durable.wakeups.patience())) => {}
-        }
-        durable.wakeups.forget(&topic, &asked);
     }
+    Ok(request)
 }
 
 /// Takes the oldest request a worker may take, marking it `taken` by `worker`; `None` when
@@ -306,40 +297,14 @@ where
     let store = durable.store.as_ref();
     let ttl = durable.run_ttl_ms;
     let deadline = Instant::now() + timeout;
-    let (mut request, mut version) = loop {
-        let (asked, woken) = durable.wakeups.armed(OPERATOR_TOPIC);
-        let taken = take(store, worker, ttl).await;
-        let left = deadline.saturating_duration_since(Instant::now());
-        match taken {
-            Ok(Some(taken)) => {
-                durable.wakeups.forget(OPERATOR_TOPIC, &asked);
-                break taken;
-            }
-            Ok(None) if !left.is_zero() => {}
-            Ok(None) => {
-                durable.wakeups.forget(OPERATOR_TOPIC, &asked);
-                return Ok(None);
-            }
-            Err(e) => {
-                durable.wakeups.forget(OPERATOR_TOPIC, &asked);
-                return Err(e.refusal());
-            }
-        }
-        let stopped = async {
-            match stop {
-                Some(stop) => stop.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = woken => {}
-            _ = tokio::time::sleep(left.min(durable.wakeups.patience())) => {}
-            _ = stopped => {
-                durable.wakeups.forget(OPERATOR_TOPIC, &asked);
-                return Ok(None);
-            }
-        }
-        durable.wakeups.forget(OPERATOR_TOPIC, &asked);
+    let taken = || async { take(store, worker, ttl).await.transpose() };
+    let (mut request, mut version) = match durable
+        .wakeups
+        .read_until(OPERATOR_TOPIC, deadline, stop, taken)
+        .await
+    {
+        Some(taken) => taken.map_err(StoreError::refusal)?,
+        None => return Ok(None),
     };
 
     let work = perform(request.clone());

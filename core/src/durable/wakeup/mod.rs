@@ -164,6 +164,47 @@ impl Wakeups {
         });
     }
 
+    /// Reads `check` until it answers: armed on `topic` before each read (so a wake-up
+    /// between the read and the wait is not lost), then waits for the topic's wake-up, at most
+    /// [`Wakeups::patience`], and reads again. `None` when `deadline` passed, or `stop` fired,
+    /// before `check` answered.
+    pub async fn read_until<T, F, Fut>(
+        &self,
+        topic: &str,
+        deadline: tokio::time::Instant,
+        stop: Option<&tokio_util::sync::CancellationToken>,
+        mut check: F,
+    ) -> Option<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Option<T>>,
+    {
+        loop {
+            let (asked, woken) = self.armed(topic);
+            let answer = check().await;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if answer.is_some() || left.is_zero() {
+                self.forget(topic, &asked);
+                return answer;
+            }
+            let stopped = async {
+                match stop {
+                    Some(stop) => stop.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let stopped = tokio::select! {
+                _ = woken => false,
+                _ = tokio::time::sleep(left.min(self.patience())) => false,
+                _ = stopped => true,
+            };
+            self.forget(topic, &asked);
+            if stopped {
+                return None;
+            }
+        }
+    }
+
     /// How long a waiter may go without reading the store again: short when wake-ups reach
     /// only this process (a waiter in another process polls), long when a bus carries them
     /// (reading again only covers a lost wake-up).
