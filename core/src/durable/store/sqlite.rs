@@ -194,7 +194,7 @@ fn run_groups(
         let replies: Vec<Reply> = group.into_iter().map(|job| job(Ok(&tx))).collect();
         let commit = tx.commit().err().map(err);
         if let Some(c) = &checkpointer {
-            c.after_commit();
+            c.after_commit(&conn);
         }
         for reply in replies {
             reply(commit.clone());

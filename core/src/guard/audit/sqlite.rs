@@ -90,7 +90,7 @@ impl Backend for SqliteBackend {
         if self.in_transaction {
             self.conn.execute_batch("COMMIT").map_err(storage)?;
             self.in_transaction = false;
-            self.checkpointer.after_commit();
+            self.checkpointer.after_commit(&self.conn);
         }
         Ok(())
     }
