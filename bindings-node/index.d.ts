@@ -118,13 +118,18 @@ export declare class NativeEngine {
   callTools(token: number, calls: string, atomic?: boolean | undefined | null): Promise<string>
   /** A running JS handler's progress report, as `[token, fraction, message, output?]` text. */
   progress(report: string): void
-  /** Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text. */
-  settle(settled: string): void
   /**
-   * Runs a batch: `calls` and `options` (with `caller`) as JSON text. Resolves with
-   * `{"results": [...], "durationUs": n}` as JSON text.
+   * Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text; returns
+   * what the JS layer must do next (a drained queue), or null.
    */
-  run(calls: string, options: string, cancel?: NativeCancel | undefined | null): Promise<string>
+  settle(settled: string): string | null
+  /**
+   * Runs batch `id` (a number the JS layer picks, unique among its running batches) on
+   * the JS thread (`driven.rs`): `calls` and `options` (with `caller`) as JSON text.
+   * Returns what the JS layer must do now (a drained queue), as `settle` does; the
+   * batch's result, `{"results": [...], "durationUs": n}`, comes in `done` of a drain.
+   */
+  run(id: number, calls: string, options: string, cancel?: NativeCancel | undefined | null): string | null
   /** Starts a batch whose events the JS layer pulls from the returned stream. */
   stream(calls: string, options: string, cancel?: NativeCancel | undefined | null): JsStream
   /**
@@ -288,8 +293,11 @@ export declare class NativeModel {
   status(): any
   /** Every request a scripted model received, in order; null for other models. */
   requests(): any
-  /** Delivers the settlements of the function model's JS wrapper. */
-  settle(settled: string): void
+  /**
+   * Delivers the settlements of the function model's JS wrapper; returns what its
+   * dispatcher must do next (a drained queue), or null.
+   */
+  settle(settled: string): string | null
   /**
    * Events a function model emits while it answers (a JSON array text, camelCase keys), for
    * the call whose request carried `stream`. Returns false once that call has ended or was

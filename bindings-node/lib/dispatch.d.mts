@@ -23,13 +23,33 @@ export class Dispatcher {
     native: any;
     /** Indexes of released entries, reused by `add`. */
     free: any[];
+    /** Batches the native engine drives on this thread, by id: how to settle their promises. */
+    batches: Map<any, any>;
+    /** The last batch id handed out. */
+    lastBatch: number;
+    /**
+     * Keeps Node running while a batch waits on native work alone (a timer, a store, a call on
+     * another thread): referenced only while some batch is running.
+     */
+    keepAlive: any;
     /** Adds a handler and returns its index (what the native engine calls it by). */
     add(entry: any): any;
     /** Frees an entry nothing native calls any more (an agent's selector, once the agent is gone). */
     release(index: any): void;
+    /**
+     * Runs a batch the native engine drives on this thread: `start(id)` starts it and returns
+     * what to do now (a drained queue, or null). Resolves with the batch's result.
+     * @param {(id: number) => string | null} start
+     * @returns {Promise<any>}
+     */
+    runBatch(start: (id: number) => string | null): Promise<any>;
     /** Called by the native engine with the drained queue (see `Drained` in Rust). */
     dispatch: (text: any) => void;
-    /** Hands every settled outcome to the native engine in one call. */
+    /**
+     * Hands every settled outcome to the native engine in one call, and does what that
+     * leads to at once (batches it ended, calls they queued), until nothing is left: a loop,
+     * not recursion, however long a chain of sync handlers.
+     */
     flush: () => void;
     #private;
 }

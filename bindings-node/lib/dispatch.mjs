@@ -136,6 +136,16 @@ export class Dispatcher {
   /** Indexes of released entries, reused by `add`. */
   free = []
 
+  /** Batches the native engine drives on this thread, by id: how to settle their promises. */
+  batches = new Map()
+  /** The last batch id handed out. */
+  lastBatch = 0
+  /**
+   * Keeps Node running while a batch waits on native work alone (a timer, a store, a call on
+   * another thread): referenced only while some batch is running.
+   */
+  keepAlive = null
+
   /** Adds a handler and returns its index (what the native engine calls it by). */
   add(entry) {
     const index = this.free.pop()
@@ -153,10 +163,48 @@ export class Dispatcher {
     this.free.push(index)
   }
 
+  /**
+   * Runs a batch the native engine drives on this thread: `start(id)` starts it and returns
+   * what to do now (a drained queue, or null). Resolves with the batch's result.
+   * @param {(id: number) => string | null} start
+   * @returns {Promise<any>}
+   */
+  runBatch(start) {
+    const id = (this.lastBatch = (this.lastBatch + 1) >>> 0)
+    const result = new Promise((resolve, reject) => this.batches.set(id, { resolve, reject }))
+    let text
+    try {
+      text = start(id)
+    } catch (e) {
+      this.batches.delete(id)
+      throw e
+    }
+    if (text) this.dispatch(text)
+    if (this.batches.has(id)) {
+      this.keepAlive ??= setInterval(() => {}, 2 ** 30).unref()
+      this.keepAlive.ref()
+    }
+    return result
+  }
+
   /** Called by the native engine with the drained queue (see `Drained` in Rust). */
   dispatch = (text) => {
+    this.#take(text)
+    this.flush()
+  }
+
+  /** Settles the batches that ended and starts the calls queued (a drained queue). */
+  #take(text) {
     try {
-      const { callers, runs, calls, asks, aborts } = JSON.parse(text)
+      const { callers, runs, calls, asks, aborts, done } = JSON.parse(text)
+      for (const [id, ok, result] of done) {
+        const batch = this.batches.get(id)
+        if (!batch) continue
+        this.batches.delete(id)
+        if (ok) batch.resolve(result)
+        else batch.reject(new Error(result))
+      }
+      if (this.batches.size === 0) this.keepAlive?.unref()
       for (const token of aborts) {
         const ctx = this.live.get(token)
         if (ctx) {
@@ -185,7 +233,6 @@ export class Dispatcher {
       // Only a bug of this layer can land here; say so loudly but never throw into Rust.
       process.emitWarning(`tooljig: the dispatcher failed: ${detailOf(e)}`)
     }
-    this.flush()
   }
 
   /** A live call's progress report (`ctx.progress`, `ctx.partial`), straight to the engine. */
@@ -227,16 +274,23 @@ export class Dispatcher {
     }
   }
 
-  /** Hands every settled outcome to the native engine in one call. */
+  /**
+   * Hands every settled outcome to the native engine in one call, and does what that
+   * leads to at once (batches it ended, calls they queued), until nothing is left: a loop,
+   * not recursion, however long a chain of sync handlers.
+   */
   flush = () => {
     this.flushQueued = false
-    if (this.outbox.length === 0) return
-    const text = `[${this.outbox.join(',')}]`
-    this.outbox = []
-    try {
-      this.native.settle(text)
-    } catch (e) {
-      process.emitWarning(`tooljig: settling results failed: ${detailOf(e)}`)
+    while (this.outbox.length > 0) {
+      const text = `[${this.outbox.join(',')}]`
+      this.outbox = []
+      let next
+      try {
+        next = this.native.settle(text)
+      } catch (e) {
+        process.emitWarning(`tooljig: settling results failed: ${detailOf(e)}`)
+      }
+      if (typeof next === 'string') this.#take(next)
     }
   }
 }

@@ -263,7 +263,7 @@ export class Engine {
     const [opts, signal] = splitOptions(options)
     const [cancel, unlink] = linkSignal(signal)
     try {
-      return JSON.parse(await this.#native.run(text, opts, cancel))
+      return await this.#dispatcher.runBatch((id) => this.#native.run(id, text, opts, cancel))
     } finally {
       unlink()
     }

@@ -19,15 +19,18 @@
 //! table, asked with a JSON request and settled like a handler.
 
 use crate::convert::{keys, shape};
+use crate::driven::{BatchFuture, Batches};
 use crate::outcome::{UNEXPECTED, parse_settlements};
 use napi::Status;
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tooljig::{Caller, CancellationToken, Progress, ToolCalls, ToolContext};
 
@@ -36,6 +39,8 @@ type Wake = ThreadsafeFunction<(), (), String, Status, false, true>;
 
 /// Why a call had no result from JavaScript.
 const GONE: &str = "the JavaScript environment shut down before the handler finished";
+/// A drain with nothing in it.
+const EMPTY: &str = r#"{"callers":[],"runs":[],"calls":[],"asks":[],"aborts":[],"done":[]}"#;
 /// Why a call's result never arrived.
 const LOST: &str = "the JavaScript function's result was lost (the engine was dropped)";
 
@@ -78,14 +83,21 @@ struct Queue {
     calls: Vec<Request>,
     asks: Vec<Ask>,
     aborts: Vec<u64>,
+    /// Driven batches woken since the last drain (`driven.rs`).
+    polls: Vec<u64>,
     scheduled: bool,
+}
+
+thread_local! {
+    /// The dispatcher whose queue the JS thread is serving now, if any: what is queued to it
+    /// meanwhile is drained before serving ends, so it needs no wake-up.
+    static SERVING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// How a JS function ended: `(kind, payload)` as `outcome.rs` describes.
 pub type Settled = (u8, Value);
 
 /// State shared by the engine's handlers and the wake-up callback on the JS thread.
-#[derive(Default)]
 struct Shared {
     queue: Mutex<Queue>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Settled>>>,
@@ -93,6 +105,7 @@ struct Shared {
     /// someone listens) and the tools they may call (when their policy names some).
     reach: Mutex<HashMap<u64, Reach>>,
     next_token: AtomicU64,
+    batches: Batches,
 }
 
 /// What a running call may reach besides its outcome.
@@ -130,6 +143,14 @@ struct Drained<'a> {
     asks: Vec<(u64, &'static str, u32, &'a Value)>,
     /// Tokens whose signal must fire.
     aborts: Vec<u64>,
+    /// `[id, true, result]` per driven batch that ended, `[id, false, why]` per one that
+    /// failed.
+    done: Vec<(u64, bool, Box<RawValue>)>,
+}
+
+/// A JSON text serde_json wrote, kept as is inside the drained text.
+fn raw(text: String) -> Box<RawValue> {
+    RawValue::from_string(text).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -138,17 +159,36 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    /// Takes everything queued and renders it for the JS layer (runs on the JS thread).
-    fn drain(&self) -> String {
-        let (calls, asks, aborts) = {
-            let mut q = lock(&self.queue);
-            q.scheduled = false;
-            (
-                std::mem::take(&mut q.calls),
-                std::mem::take(&mut q.asks),
-                std::mem::take(&mut q.aborts),
-            )
+    /// Polls the woken batches, takes everything queued and renders it for the JS layer;
+    /// `None` when there is nothing. Runs on the JS thread.
+    fn drain(&self) -> Option<String> {
+        let outer = SERVING.replace(self as *const Shared as usize);
+        let mut done = Vec::new();
+        let (calls, asks, aborts) = loop {
+            let polls = {
+                let mut q = lock(&self.queue);
+                if q.polls.is_empty() {
+                    // Cleared with the last take: whatever is queued after it wakes us again.
+                    q.scheduled = false;
+                    break (
+                        std::mem::take(&mut q.calls),
+                        std::mem::take(&mut q.asks),
+                        std::mem::take(&mut q.aborts),
+                    );
+                }
+                std::mem::take(&mut q.polls)
+            };
+            for (id, ended) in self.batches.poll(polls) {
+                done.push(match ended {
+                    Ok(text) => (id, true, raw(text)),
+                    Err(why) => (id, false, raw(Value::String(why).to_string())),
+                });
+            }
         };
+        SERVING.set(outer);
+        if calls.is_empty() && asks.is_empty() && aborts.is_empty() && done.is_empty() {
+            return None;
+        }
         let mut seen: Vec<*const Caller> = Vec::new();
         let mut callers = Vec::new();
         let mut runs: Vec<&str> = Vec::new();
@@ -199,11 +239,15 @@ impl Shared {
             calls: rows,
             asks,
             aborts,
+            done,
         };
         // Values came from serde_json and contain no non-string keys: this cannot fail.
-        serde_json::to_string(&drained).unwrap_or_else(|_| {
-            r#"{"callers":[],"runs":[],"calls":[],"asks":[],"aborts":[]}"#.into()
-        })
+        serde_json::to_string(&drained).ok()
+    }
+
+    /// Whether this queue is being drained on this thread right now.
+    fn serving(&self) -> bool {
+        SERVING.get() == self as *const Shared as usize
     }
 
     /// Ends every waiting call with an unexpected failure, saying why.
@@ -222,16 +266,65 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// A dispatcher over the JS layer's `dispatch(text)` function.
+    /// A dispatcher over the JS layer's `dispatch(text)` function. Called on the JS thread.
     pub fn new(dispatch: Function<String, ()>) -> napi::Result<Self> {
-        let shared = Arc::new(Shared::default());
+        let runtime = napi::bindgen_prelude::within_runtime_if_available(Handle::current);
+        let shared = Arc::new(Shared {
+            queue: Mutex::default(),
+            pending: Mutex::default(),
+            reach: Mutex::default(),
+            next_token: AtomicU64::new(0),
+            batches: Batches::new(runtime),
+        });
         let on_js_thread = shared.clone();
         let wake = dispatch
             .build_threadsafe_function::<()>()
             .callee_handled::<false>()
             .weak::<true>()
-            .build_callback(move |_ctx| Ok(on_js_thread.drain()))?;
+            .build_callback(move |_ctx| Ok(on_js_thread.drain().unwrap_or_else(|| EMPTY.into())))?;
         Ok(Dispatcher { shared, wake })
+    }
+
+    /// Starts batch `id` (the JS layer's number) on the JS thread: polls it once and returns
+    /// what the JS layer must do now, as [`Dispatcher::settle`] does. Its end comes back in
+    /// `done` of a later drain.
+    pub fn start_batch(
+        self: &Arc<Self>,
+        id: u64,
+        batch: BatchFuture,
+    ) -> napi::Result<Option<String>> {
+        let me = Arc::downgrade(self);
+        let added = self.shared.batches.add(id, batch, move |id| {
+            if let Some(dispatcher) = me.upgrade() {
+                dispatcher.queue_poll(id);
+            }
+        });
+        if !added {
+            return Err(napi::Error::new(
+                Status::InvalidArg,
+                format!("batch {id} is already running"),
+            ));
+        }
+        lock(&self.shared.queue).polls.push(id);
+        Ok(self.shared.drain())
+    }
+
+    /// Queues a poll of a woken batch.
+    fn queue_poll(&self, id: u64) {
+        let wake = {
+            let mut q = lock(&self.shared.queue);
+            q.polls.push(id);
+            !std::mem::replace(&mut q.scheduled, true)
+        };
+        self.woken(wake);
+    }
+
+    /// Wakes the JS thread for what was just queued, unless it is awake already (`wake`
+    /// false) or draining this queue right now.
+    fn woken(&self, wake: bool) {
+        if wake && !self.shared.serving() {
+            self.wake_js();
+        }
     }
 
     fn pending(&self) -> (u64, oneshot::Receiver<Settled>) {
@@ -274,9 +367,7 @@ impl Dispatcher {
             });
             !std::mem::replace(&mut q.scheduled, true)
         };
-        if wake {
-            self.wake_js();
-        }
+        self.woken(wake);
         (token, rx)
     }
 
@@ -292,9 +383,7 @@ impl Dispatcher {
             });
             !std::mem::replace(&mut q.scheduled, true)
         };
-        if wake {
-            self.wake_js();
-        }
+        self.woken(wake);
         (token, rx)
     }
 
@@ -337,9 +426,7 @@ impl Dispatcher {
             q.aborts.push(token);
             !std::mem::replace(&mut q.scheduled, true)
         };
-        if wake {
-            self.wake_js();
-        }
+        self.woken(wake);
     }
 
     fn wake_js(&self) {
@@ -407,9 +494,11 @@ impl Dispatcher {
             .and_then(|r| r.tools.clone())
     }
 
-    /// Delivers results the JS layer settled, as `[[token, kind, payload], ...]` text.
-    /// Tokens nobody waits for any more (timed out, cancelled) are ignored.
-    pub fn settle(&self, text: &str) -> napi::Result<()> {
+    /// Delivers results the JS layer settled, as `[[token, kind, payload], ...]` text, and
+    /// returns what the JS layer must do next (the drained queue: the batches this ended,
+    /// the calls they queued), or `None`. Tokens nobody waits for any more (timed out,
+    /// cancelled) are ignored. Runs on the JS thread.
+    pub fn settle(&self, text: &str) -> napi::Result<Option<String>> {
         let settled = parse_settlements(text).map_err(|e| {
             napi::Error::new(
                 Status::InvalidArg,
@@ -425,10 +514,13 @@ impl Dispatcher {
                 })
                 .collect()
         };
+        // The batches these wake are polled below rather than woken through the queue.
+        let outer = SERVING.replace(Arc::as_ptr(&self.shared) as usize);
         for (sender, kind, payload) in senders {
             let _ = sender.send((kind, payload));
         }
-        Ok(())
+        SERVING.set(outer);
+        Ok(self.shared.drain())
     }
 }
 

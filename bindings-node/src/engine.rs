@@ -7,6 +7,7 @@
 use crate::cancel::JsCancel;
 use crate::convert::{keys, shape};
 use crate::dispatcher::Dispatcher;
+use crate::driven::BatchFuture;
 use crate::error::RegistrationProblem;
 use crate::events::JsStream;
 use crate::handler::JsHandler;
@@ -320,30 +321,32 @@ impl JsEngine {
         self.dispatcher.progress(&report)
     }
 
-    /// Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text.
+    /// Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text; returns
+    /// what the JS layer must do next (a drained queue), or null.
     #[napi]
-    pub fn settle(&self, settled: String) -> napi::Result<()> {
+    pub fn settle(&self, settled: String) -> napi::Result<Option<String>> {
         self.dispatcher.settle(&settled)
     }
 
-    /// Runs a batch: `calls` and `options` (with `caller`) as JSON text. Resolves with
-    /// `{"results": [...], "durationUs": n}` as JSON text.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn run<'env>(
+    /// Runs batch `id` (a number the JS layer picks, unique among its running batches) on
+    /// the JS thread (`driven.rs`): `calls` and `options` (with `caller`) as JSON text.
+    /// Returns what the JS layer must do now (a drained queue), as `settle` does; the
+    /// batch's result, `{"results": [...], "durationUs": n}`, comes in `done` of a drain.
+    #[napi]
+    pub fn run(
         &self,
-        env: &'env Env,
+        id: u32,
         calls: String,
         options: String,
         cancel: Option<&JsCancel>,
-    ) -> napi::Result<PromiseRaw<'env, String>> {
-        let cancel = cancel.map(|c| c.token.clone());
+    ) -> napi::Result<Option<String>> {
+        let input = BatchInput::parse(&calls, &options, cancel.map(|c| c.token.clone()))?;
         let engine = self.engine.clone();
-        // Parsing happens off the JS thread, which meanwhile runs handlers of other batches.
-        env.spawn_future(async move {
-            let input = BatchInput::parse(&calls, &options, cancel)?;
+        let batch: BatchFuture = Box::pin(async move {
             let out = engine.run(input.calls, input.caller, input.options).await;
             Ok(batch_text(&out))
-        })
+        });
+        self.dispatcher.start_batch(u64::from(id), batch)
     }
 
     /// Starts a batch whose events the JS layer pulls from the returned stream.

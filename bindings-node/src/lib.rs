@@ -32,6 +32,7 @@ mod cli;
 pub use cli::cli;
 mod convert;
 mod dispatcher;
+mod driven;
 mod engine;
 // After `engine`: napi-derive names the methods of a second `#[napi] impl JsEngine` block
 // after the struct's js_name only when it has already expanded the struct.

@@ -292,9 +292,10 @@ impl JsModel {
         }
     }
 
-    /// Delivers the settlements of the function model's JS wrapper.
+    /// Delivers the settlements of the function model's JS wrapper; returns what its
+    /// dispatcher must do next (a drained queue), or null.
     #[napi]
-    pub fn settle(&self, settled: String) -> napi::Result<()> {
+    pub fn settle(&self, settled: String) -> napi::Result<Option<String>> {
         match &self.kind {
             Kind::Function { dispatcher, .. } => dispatcher.settle(&settled),
             _ => Err(napi::Error::new(Status::InvalidArg, "not a function model")),

@@ -15,7 +15,7 @@ test('a script that runs a batch exits on its own, with every failure as an enve
   assert.ok(ms < 5000, `took ${ms.toFixed(0)} ms`)
   const envelopes = JSON.parse(child.stdout)
   assert.deepEqual(envelopes[0], { ok: true, data: 'fine' })
-  assert.deepEqual(envelopes.slice(1).map((e) => e.error.code), ['internal_error', 'internal_error', 'timeout'])
+  assert.deepEqual(envelopes.slice(1).map((e) => e.error.code), ['internal_error', 'internal_error', 'timeout', 'timeout'])
   assert.equal(child.stderr, '')
 })
 

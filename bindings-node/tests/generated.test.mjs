@@ -16,7 +16,7 @@ test('the generated index.d.ts and index.js are fresh', { skip: inGit ? false : 
 test('the generated types declare what the JS layer uses', async () => {
   const { readFile } = await import('node:fs/promises')
   const dts = await readFile(new URL('../index.d.ts', import.meta.url), 'utf8')
-  for (const name of ['class NativeEngine', 'class NativeCancel', 'class NativeStream', 'function errorCodes', 'settle(settled: string): void']) {
+  for (const name of ['class NativeEngine', 'class NativeCancel', 'class NativeStream', 'function errorCodes', 'settle(settled: string): string | null', 'run(id: number, calls: string']) {
     assert.ok(dts.includes(name), `index.d.ts lacks ${name}`)
   }
 })

@@ -3,6 +3,7 @@
 use crate::batch::{CancelOnCancelled, PyBatch};
 use crate::caller::PyCaller;
 use crate::convert;
+use crate::driven::BatchFuture;
 use crate::durable;
 use crate::error::{self, IntoPyErr};
 use crate::handler::{Kind, PyHandler};
@@ -361,10 +362,11 @@ impl PyEngine {
         options.host = Some(host.clone());
         let engine = self.inner.clone();
         let poster = host.clone();
-        if events {
+        let solo = calls.len() == 1;
+        let batch: BatchFuture = if events {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
             options.events = Some(tx);
-            handle.spawn(async move {
+            Box::pin(async move {
                 let run = engine.run(calls, caller, options);
                 tokio::pin!(run);
                 let out = loop {
@@ -379,12 +381,21 @@ impl PyEngine {
                     poster.post(Msg::Event(event));
                 }
                 poster.post(Msg::Done(out));
-            });
+            })
         } else {
-            handle.spawn(async move {
+            Box::pin(async move {
                 let out = engine.run(calls, caller, options).await;
                 poster.post(Msg::Done(out));
-            });
+            })
+        };
+        if solo {
+            // Its call runs in the batch's own task: polled here, an async handler starts
+            // and ends on this thread with no hand-over (`driven.rs`).
+            host.drive(py, batch, handle);
+        } else {
+            // The calls run on the runtime's workers anyway; there the batch's own
+            // bookkeeping runs beside the handlers on this thread instead of before them.
+            handle.spawn(batch);
         }
         Ok(PyBatch::new(host, cancel, future.unbind()))
     }

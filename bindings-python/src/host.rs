@@ -16,6 +16,7 @@
 //! loop still watches it.
 
 use crate::convert;
+use crate::driven::{BatchFuture, Driven};
 use crate::events::PyEvent;
 use crate::events::queue::EventQueue;
 use crate::outcome;
@@ -28,6 +29,7 @@ use pyo3_async_runtimes::TaskLocals;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tooljig::{BatchResult, ErrorCode, Event, HandlerError, HandlerResult, ToolContext, ToolError};
 
@@ -52,6 +54,14 @@ pub enum Msg {
     /// A durable-run operation (`durable.rs`) answered: a JSON value, or the core's refusal,
     /// raised as `tooljig.ToolError`.
     Reply(Result<Value, ToolError>),
+    /// The batch's future was woken: poll it (`driven.rs`).
+    Poll,
+}
+
+thread_local! {
+    /// The host whose inbox this thread is serving now, if any: what it posts to that inbox
+    /// is taken before serving ends, so it needs no wake-up.
+    static SERVING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// A task to start on the loop.
@@ -171,6 +181,7 @@ pub struct BatchHost {
     #[cfg(unix)]
     socket: Option<(Socket, Socket)>,
     side: Mutex<LoopSide>,
+    driven: Driven,
 }
 
 impl BatchHost {
@@ -205,6 +216,7 @@ impl BatchHost {
                 inflight: 0,
                 reading: false,
             }),
+            driven: Driven::default(),
         });
         host.watch(py, &event_loop)?;
         Ok(host)
@@ -242,6 +254,9 @@ impl BatchHost {
     /// Never attaches to the interpreter, unless the loop has no `add_reader`.
     pub fn post(self: &Arc<Self>, msg: Msg) {
         lock(&self.inbox).push(msg);
+        if SERVING.get() == Arc::as_ptr(self) as usize {
+            return;
+        }
         if self.wake_pending.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -280,21 +295,54 @@ impl BatchHost {
             while matches!((&*reader).read(&mut buf), Ok(n) if n > 0) {}
         }
         self.wake_pending.store(false, Ordering::SeqCst);
-        let messages = std::mem::take(&mut *lock(&self.inbox));
-        for msg in messages {
-            let handled = match msg {
-                Msg::Start(start) => self.start_task(py, start),
-                Msg::Cancel(slot) => cancel_task(py, &slot),
-                Msg::Event(event) => self.push_event(py, event),
-                Msg::Done(out) => self.finish(py, out),
-                Msg::DoneOne(out) => self.finish_one(py, out),
-                Msg::Reply(out) => self.reply(py, out),
-            };
-            if let Err(e) = handled {
-                // Nothing awaits these errors; report them as asyncio reports a failing callback.
-                e.write_unraisable(py, None);
+        self.serve(py);
+    }
+
+    /// Runs `batch` to its end by polls on this, the loop's thread; the first one now.
+    pub fn drive(self: &Arc<Self>, py: Python<'_>, batch: BatchFuture, runtime: Handle) {
+        self.driven.set(batch, runtime);
+        if self.driven.should_queue() {
+            lock(&self.inbox).push(Msg::Poll);
+        }
+        self.serve(py);
+    }
+
+    /// Queues a poll of the driven batch, unless one is queued already.
+    pub fn queue_poll(self: &Arc<Self>) {
+        if self.driven.should_queue() {
+            self.post(Msg::Poll);
+        }
+    }
+
+    /// Handles every queued message, and those they queue in turn, on the loop thread.
+    fn serve(self: &Arc<Self>, py: Python<'_>) {
+        let outer = SERVING.replace(Arc::as_ptr(self) as usize);
+        loop {
+            let messages = std::mem::take(&mut *lock(&self.inbox));
+            if messages.is_empty() {
+                break;
+            }
+            for msg in messages {
+                let handled = match msg {
+                    Msg::Start(start) => self.start_task(py, start),
+                    Msg::Cancel(slot) => cancel_task(py, &slot),
+                    Msg::Event(event) => self.push_event(py, event),
+                    Msg::Done(out) => self.finish(py, out),
+                    Msg::DoneOne(out) => self.finish_one(py, out),
+                    Msg::Reply(out) => self.reply(py, out),
+                    Msg::Poll => match self.driven.poll(self) {
+                        Ok(()) => Ok(()),
+                        Err(why) => self.fail(py, why),
+                    },
+                };
+                if let Err(e) = handled {
+                    // Nothing awaits these errors; report them as asyncio reports a failing
+                    // callback.
+                    e.write_unraisable(py, None);
+                }
             }
         }
+        SERVING.set(outer);
         self.stop_watching_if_idle(py);
     }
 
@@ -383,6 +431,21 @@ impl BatchHost {
         Ok(())
     }
 
+    /// Ends the batch with `RuntimeError(why)` (its future panicked).
+    fn fail(&self, py: Python<'_>, why: String) -> PyResult<()> {
+        let future = {
+            let mut side = lock(&self.side);
+            side.events.finish();
+            side.result.clone_ref(py)
+        };
+        let future = future.bind(py);
+        if !future.call_method0("done")?.is_truthy()? {
+            let exc = pyo3::exceptions::PyRuntimeError::new_err(why);
+            future.call_method1("set_exception", (exc.value(py),))?;
+        }
+        Ok(())
+    }
+
     fn finish_one(&self, py: Python<'_>, mut out: BatchResult) -> PyResult<()> {
         let future = {
             let mut side = lock(&self.side);
@@ -431,9 +494,14 @@ impl BatchHost {
         Ok(future)
     }
 
-    fn task_done(&self, py: Python<'_>) {
+    /// A handler task ended with `result`: hands it over and, on this same thread, goes on
+    /// with what that wakes (the batch's next poll, its end) without a wake-up of the loop.
+    fn task_done(self: &Arc<Self>, py: Python<'_>, slot: &TaskSlot, result: HandlerResult) {
         lock(&self.side).inflight -= 1;
-        self.stop_watching_if_idle(py);
+        let outer = SERVING.replace(Arc::as_ptr(self) as usize);
+        slot.finish(result);
+        SERVING.set(outer);
+        self.serve(py);
     }
 
     fn stop_watching_if_idle(&self, py: Python<'_>) {
@@ -573,7 +641,6 @@ impl TaskDone {
                 Err(e) => Err(outcome::from_error(py, &e)),
             }
         };
-        self.slot.finish(result);
-        self.host.task_done(py);
+        self.host.task_done(py, &self.slot, result);
     }
 }

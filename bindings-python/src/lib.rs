@@ -16,6 +16,7 @@ pub mod caller;
 pub mod calls;
 pub mod context;
 pub mod convert;
+pub mod driven;
 pub mod durable;
 pub mod engine;
 pub mod error;
