@@ -4,24 +4,22 @@
 //! must never wait for the interpreter (the loop thread may hold it for milliseconds while it
 //! runs coroutines, and attaching during interpreter exit aborts the process). So the tokio
 //! side only *posts* messages — start this handler, cancel that task, here is an event, the
-//! batch is done — into an inbox, and wakes the loop by writing one byte to a socket the loop
-//! watches (`loop.add_reader`). The loop thread drains the inbox in one go and does the
-//! Python work there: one wake-up for many calls, no interpreter lock on tokio threads.
+//! batch is done — into an inbox, and wakes the loop through its [`LoopWaker`] (one byte to a
+//! socket the loop watches). The loop thread drains the inbox in one go and does the Python
+//! work there: one wake-up for many calls, no interpreter lock on tokio threads. What the loop
+//! thread itself posts while serving needs no wake-up at all.
 //!
 //! Loops without `add_reader` (e.g. the Windows proactor loop) are woken with
 //! `loop.call_soon_threadsafe` instead, which attaches briefly from the posting thread.
-//!
-//! Lifetime: the loop's reader holds the host; the host removes its reader once the batch is
-//! done and no handler task of it is still running, so the socket is never closed while the
-//! loop still watches it.
 
 use crate::convert;
 use crate::driven::{BatchFuture, Driven};
 use crate::events::PyEvent;
 use crate::events::queue::EventQueue;
+#[cfg(unix)]
+use crate::loop_waker::LoopWaker;
 use crate::outcome;
 use crate::results::PyBatchResult;
-use pyo3::exceptions::PyNotImplementedError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyType};
@@ -162,24 +160,16 @@ struct LoopSide {
     /// Events not yet taken by `next_events`, when the batch streams them; done once `Done`
     /// was handled.
     events: EventQueue<Event>,
-    /// Handler tasks started and not finished.
-    inflight: usize,
-    /// Whether the loop still watches our socket.
-    reading: bool,
 }
-
-#[cfg(unix)]
-type Socket = std::os::unix::net::UnixStream;
 
 /// The batch's inbox and its way to wake the loop.
 pub struct BatchHost {
     locals: TaskLocals,
     inbox: Mutex<Vec<Msg>>,
     wake_pending: AtomicBool,
-    /// Woken through `call_soon_threadsafe` because the loop has no `add_reader`.
-    threadsafe: AtomicBool,
+    /// How tokio threads wake the loop; `None`: through `call_soon_threadsafe`.
     #[cfg(unix)]
-    socket: Option<(Socket, Socket)>,
+    waker: Option<Arc<LoopWaker>>,
     side: Mutex<LoopSide>,
     driven: Driven,
 }
@@ -196,53 +186,20 @@ impl BatchHost {
         let event_loop = locals.event_loop(py);
         let create_task = event_loop.getattr("create_task")?.unbind();
         #[cfg(unix)]
-        let socket = {
-            let (reader, writer) = Socket::pair()?;
-            reader.set_nonblocking(true)?;
-            writer.set_nonblocking(true)?;
-            Some((reader, writer))
-        };
-        let host = Arc::new(BatchHost {
+        let waker = LoopWaker::of(py, &event_loop)?;
+        Ok(Arc::new(BatchHost {
             locals,
             inbox: Mutex::new(Vec::new()),
             wake_pending: AtomicBool::new(false),
-            threadsafe: AtomicBool::new(true),
             #[cfg(unix)]
-            socket,
+            waker,
             side: Mutex::new(LoopSide {
                 result: result.unbind(),
                 create_task,
                 events: EventQueue::new(stream_events),
-                inflight: 0,
-                reading: false,
             }),
             driven: Driven::default(),
-        });
-        host.watch(py, &event_loop)?;
-        Ok(host)
-    }
-
-    #[cfg(unix)]
-    fn watch(self: &Arc<Self>, py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
-        use std::os::fd::AsRawFd;
-        let Some((reader, _)) = &self.socket else {
-            return Ok(());
-        };
-        let drain = Py::new(py, Drain(self.clone()))?;
-        match event_loop.call_method1("add_reader", (reader.as_raw_fd(), drain)) {
-            Ok(_) => {
-                lock(&self.side).reading = true;
-                self.threadsafe.store(false, Ordering::SeqCst);
-                Ok(())
-            }
-            Err(e) if e.is_instance_of::<PyNotImplementedError>(py) => Ok(()),
-            Err(e) => Err(e),
-        }
-    }
-
-    #[cfg(not(unix))]
-    fn watch(self: &Arc<Self>, _py: Python<'_>, _event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
-        Ok(())
+        }))
     }
 
     /// The caller's `contextvars` context, which handlers run in a copy of.
@@ -260,13 +217,9 @@ impl BatchHost {
         if self.wake_pending.swap(true, Ordering::SeqCst) {
             return;
         }
-        if !self.threadsafe.load(Ordering::SeqCst) {
-            #[cfg(unix)]
-            if let Some((_, writer)) = &self.socket {
-                use std::io::Write;
-                // A full socket buffer means a wake-up is already pending.
-                let _ = (&*writer).write(&[1]);
-            }
+        #[cfg(unix)]
+        if let Some(waker) = &self.waker {
+            waker.wake(self.clone());
             return;
         }
         if crate::runtime::shutting_down() {
@@ -282,18 +235,11 @@ impl BatchHost {
         });
     }
 
-    /// Handles every queued message. Runs on the loop thread.
-    fn drain(self: &Arc<Self>, py: Python<'_>) {
-        // Consume the wake-up bytes first, then clear the flag, then take the inbox: a post
-        // after the clear writes a byte that stays for the next wake-up, and a post before
-        // it is in the inbox taken below. (Clearing first could swallow the byte of a post
-        // whose message is then taken here, leaving the flag set with no byte: a lost wake.)
-        #[cfg(unix)]
-        if let Some((reader, _)) = &self.socket {
-            use std::io::Read;
-            let mut buf = [0u8; 256];
-            while matches!((&*reader).read(&mut buf), Ok(n) if n > 0) {}
-        }
+    /// Handles every message posted since the wake-up that brought the loop here. Runs on
+    /// the loop thread.
+    pub(crate) fn serve_woken(self: &Arc<Self>, py: Python<'_>) {
+        // Cleared before the inbox is taken: a post after this wakes the loop again, and a
+        // post before it is in the inbox taken now.
         self.wake_pending.store(false, Ordering::SeqCst);
         self.serve(py);
     }
@@ -343,7 +289,6 @@ impl BatchHost {
             }
         }
         SERVING.set(outer);
-        self.stop_watching_if_idle(py);
     }
 
     fn start_task(self: &Arc<Self>, py: Python<'_>, start: Start) -> PyResult<()> {
@@ -401,7 +346,6 @@ impl BatchHost {
             },),
         )?;
         *state = SlotState::Running(task.unbind());
-        lock(&self.side).inflight += 1;
         Ok(())
     }
 
@@ -497,34 +441,10 @@ impl BatchHost {
     /// A handler task ended with `result`: hands it over and, on this same thread, goes on
     /// with what that wakes (the batch's next poll, its end) without a wake-up of the loop.
     fn task_done(self: &Arc<Self>, py: Python<'_>, slot: &TaskSlot, result: HandlerResult) {
-        lock(&self.side).inflight -= 1;
         let outer = SERVING.replace(Arc::as_ptr(self) as usize);
         slot.finish(result);
         SERVING.set(outer);
         self.serve(py);
-    }
-
-    fn stop_watching_if_idle(&self, py: Python<'_>) {
-        let mut side = lock(&self.side);
-        if !(side.events.is_done() && side.inflight == 0 && side.reading) {
-            return;
-        }
-        side.reading = false;
-        drop(side);
-        #[cfg(unix)]
-        if let Some((reader, _)) = &self.socket {
-            use std::os::fd::AsRawFd;
-            let event_loop = self.locals.event_loop(py);
-            let closed = event_loop
-                .call_method0("is_closed")
-                .and_then(|c| c.is_truthy())
-                .unwrap_or(true);
-            if !closed
-                && let Err(e) = event_loop.call_method1("remove_reader", (reader.as_raw_fd(),))
-            {
-                e.write_unraisable(py, None);
-            }
-        }
     }
 }
 
@@ -612,7 +532,7 @@ struct Drain(Arc<BatchHost>);
 #[pymethods]
 impl Drain {
     fn __call__(&self, py: Python<'_>) {
-        self.0.drain(py);
+        self.0.serve_woken(py);
     }
 }
 

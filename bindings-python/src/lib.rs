@@ -25,6 +25,8 @@ pub mod handler;
 pub mod host;
 pub mod imports;
 pub mod inbox;
+#[cfg(unix)]
+pub mod loop_waker;
 pub mod mcp;
 pub mod model;
 pub mod otel;

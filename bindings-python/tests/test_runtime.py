@@ -1,4 +1,5 @@
-"""The runtime at interpreter exit and after fork (runtime.rs, workers.rs)."""
+"""The runtime at interpreter exit and after fork, and the loops it wakes (runtime.rs,
+workers.rs, loop_waker.rs)."""
 
 from __future__ import annotations
 
@@ -125,3 +126,45 @@ def test_a_forked_child_gets_its_own_runtime_and_workers() -> None:
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "True"]
+
+
+def test_loops_that_come_and_go_leave_no_socket_behind() -> None:
+    # Each loop gets one wake-up socket, kept while it is open; a closed loop's goes when the
+    # next loop's is made. Two-call batches, so handlers are started from tokio threads.
+    r = run_python(
+        """
+        import asyncio, os, threading
+        import tooljig
+
+        engine = tooljig.Engine()
+
+        @engine.tool
+        async def echo(i: int) -> int:
+            await asyncio.sleep(0)
+            return i
+
+        def fds() -> int:
+            return len(os.listdir("/proc/self/fd"))
+
+        calls = [{"tool": "echo", "arguments": {"i": i}} for i in range(2)]
+        engine.run_sync(calls)
+        before = fds()
+        for _ in range(200):
+            assert [r.envelope["data"] for r in engine.run_sync(calls)] == [0, 1]
+
+        async def on_its_own_loop() -> None:
+            for _ in range(20):
+                assert [r.envelope["data"] for r in await engine.run(calls)] == [0, 1]
+
+        threads = [threading.Thread(target=asyncio.run, args=(on_its_own_loop(),)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        engine.run_sync(calls)
+        print(fds() - before)
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) <= 4, f"{r.stdout} more file descriptors after 285 loops"

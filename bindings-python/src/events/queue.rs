@@ -37,11 +37,6 @@ impl<E> EventQueue<E> {
         self.done = true;
     }
 
-    /// Whether the stream ended.
-    pub(crate) fn is_done(&self) -> bool {
-        self.done
-    }
-
     /// The waiting future and the events to resolve it with, when one waits and there is
     /// something to give it (events, or the end).
     pub(crate) fn ready(&mut self) -> Option<(Py<PyAny>, Vec<E>)> {
