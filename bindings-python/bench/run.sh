@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks the Python package against plain asyncio.gather + pydantic and LangGraph's
-# ToolNode. Installs the baselines into <repo>/.venv, builds the extension in release, runs
-# bench.py, then restores the debug build the tests use.
+# ToolNode. Installs the baselines into <repo>/.venv, builds the extension in release and runs
+# bench.py (the tests' setup.sh puts the debug build back).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
