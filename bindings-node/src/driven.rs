@@ -75,11 +75,7 @@ impl Batches {
                 }
                 Ok(Poll::Ready(ended)) => done.push((id, ended)),
                 Err(panic) => {
-                    let why = panic
-                        .downcast_ref::<String>()
-                        .map(String::as_str)
-                        .or_else(|| panic.downcast_ref::<&str>().copied())
-                        .unwrap_or("a panic");
+                    let why = tooljig::execute::panic_message(&panic);
                     done.push((
                         id,
                         Err(format!("the batch stopped on an internal error: {why}")),

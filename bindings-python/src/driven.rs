@@ -63,11 +63,7 @@ impl Driven {
             }
             Err(panic) => {
                 *slot = None;
-                let why = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("a panic");
+                let why = tooljig::execute::panic_message(&panic);
                 Err(format!("the batch stopped on an internal error: {why}"))
             }
         }

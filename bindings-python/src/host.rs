@@ -525,7 +525,7 @@ fn coroutine_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
         .map(|t| t.bind(py))
 }
 
-/// The loop's reader callback: drains the inbox.
+/// What `call_soon_threadsafe` runs on a loop that cannot watch a socket: serves the inbox.
 #[pyclass(frozen)]
 struct Drain(Arc<BatchHost>);
 

@@ -244,7 +244,8 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
     result
 }
 
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+/// What a caught panic said: its message, when it carried one (a `&str` or a `String`).
+pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         s.to_string()
     } else if let Some(s) = panic.downcast_ref::<String>() {
