@@ -9,12 +9,11 @@
 //! runtime is entered while polling, and a wake from any thread reaches the loop through the
 //! batch's inbox (`host.rs`).
 
-use crate::host::{BatchHost, lock};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
 use tokio::runtime::Handle;
 
 /// The batch's future, run to its end by polls on the loop thread.
@@ -26,7 +25,11 @@ pub struct Driven {
     future: Mutex<Option<(BatchFuture, Handle)>>,
     /// A poll is queued in the inbox: further wakes add none.
     queued: AtomicBool,
-    waker: OnceLock<Waker>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while polling is caught below; what it leaves is a finished batch.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Driven {
@@ -40,17 +43,15 @@ impl Driven {
         !self.queued.swap(true, Ordering::SeqCst)
     }
 
-    /// Polls the future once, on the loop thread. A panic (a bug of the core) ends the batch
-    /// with it, as a task's panic would; `Err` carries its message.
-    pub fn poll(&self, host: &Arc<BatchHost>) -> Result<(), String> {
+    /// Polls the future once, on the loop thread; `waker` queues the next poll. A panic (a
+    /// bug of the core) ends the batch with it, as a task's panic would; `Err` carries its
+    /// message.
+    pub fn poll(&self, waker: &Waker) -> Result<(), String> {
         self.queued.store(false, Ordering::SeqCst);
         let mut slot = lock(&self.future);
         let Some((future, runtime)) = slot.as_mut() else {
             return Ok(());
         };
-        let waker = self
-            .waker
-            .get_or_init(|| Waker::from(Arc::new(PollWaker(Arc::downgrade(host)))));
         let _entered = runtime.enter();
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             future.as_mut().poll(&mut Context::from_waker(waker))
@@ -66,22 +67,6 @@ impl Driven {
                 let why = tooljig::execute::panic_message(&panic);
                 Err(format!("the batch stopped on an internal error: {why}"))
             }
-        }
-    }
-}
-
-/// Wakes a batch by queueing a poll in its host's inbox. Weak: the future holds its waker,
-/// and the host holds the future.
-struct PollWaker(Weak<BatchHost>);
-
-impl Wake for PollWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        if let Some(host) = self.0.upgrade() {
-            host.queue_poll();
         }
     }
 }

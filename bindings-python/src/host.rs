@@ -17,7 +17,7 @@ use crate::driven::{BatchFuture, Driven};
 use crate::events::PyEvent;
 use crate::events::queue::EventQueue;
 #[cfg(unix)]
-use crate::loop_waker::LoopWaker;
+use crate::loop_waker::{LoopWaker, Woken};
 use crate::outcome;
 use crate::results::PyBatchResult;
 use pyo3::prelude::*;
@@ -172,6 +172,8 @@ pub struct BatchHost {
     waker: Option<Arc<LoopWaker>>,
     side: Mutex<LoopSide>,
     driven: Driven,
+    /// Queues a poll of `driven`; made at its first poll.
+    poll_waker: std::sync::OnceLock<std::task::Waker>,
 }
 
 impl BatchHost {
@@ -199,6 +201,7 @@ impl BatchHost {
                 events: EventQueue::new(stream_events),
             }),
             driven: Driven::default(),
+            poll_waker: std::sync::OnceLock::new(),
         }))
     }
 
@@ -237,7 +240,7 @@ impl BatchHost {
 
     /// Handles every message posted since the wake-up that brought the loop here. Runs on
     /// the loop thread.
-    pub(crate) fn serve_woken(self: &Arc<Self>, py: Python<'_>) {
+    fn serve_posted(self: &Arc<Self>, py: Python<'_>) {
         // Cleared before the inbox is taken: a post after this wakes the loop again, and a
         // post before it is in the inbox taken now.
         self.wake_pending.store(false, Ordering::SeqCst);
@@ -251,6 +254,11 @@ impl BatchHost {
             lock(&self.inbox).push(Msg::Poll);
         }
         self.serve(py);
+    }
+
+    fn poll_waker(self: &Arc<Self>) -> &std::task::Waker {
+        self.poll_waker
+            .get_or_init(|| std::task::Waker::from(Arc::new(PollWaker(Arc::downgrade(self)))))
     }
 
     /// Queues a poll of the driven batch, unless one is queued already.
@@ -276,7 +284,7 @@ impl BatchHost {
                     Msg::Done(out) => self.finish(py, out),
                     Msg::DoneOne(out) => self.finish_one(py, out),
                     Msg::Reply(out) => self.reply(py, out),
-                    Msg::Poll => match self.driven.poll(self) {
+                    Msg::Poll => match self.driven.poll(self.poll_waker()) {
                         Ok(()) => Ok(()),
                         Err(why) => self.fail(py, why),
                     },
@@ -532,7 +540,7 @@ struct Drain(Arc<BatchHost>);
 #[pymethods]
 impl Drain {
     fn __call__(&self, py: Python<'_>) {
-        self.0.serve_woken(py);
+        self.0.serve_posted(py);
     }
 }
 
@@ -562,5 +570,28 @@ impl TaskDone {
             }
         };
         self.host.task_done(py, &self.slot, result);
+    }
+}
+
+#[cfg(unix)]
+impl Woken for BatchHost {
+    fn serve_woken(self: Arc<Self>, py: Python<'_>) {
+        self.serve_posted(py);
+    }
+}
+
+/// Wakes a driven batch by queueing a poll in its host's inbox. Weak: the future holds its
+/// waker, and the host holds the future.
+struct PollWaker(std::sync::Weak<BatchHost>);
+
+impl std::task::Wake for PollWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(host) = self.0.upgrade() {
+            host.queue_poll();
+        }
     }
 }

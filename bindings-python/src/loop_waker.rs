@@ -11,14 +11,24 @@
 //! forked child, the parent's are dropped the same way. No lock is held while Python runs:
 //! another thread could take the interpreter meanwhile and wait for it.
 
-use crate::host::{BatchHost, lock};
 use pyo3::exceptions::PyNotImplementedError;
 use pyo3::prelude::*;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// What a loop's thread serves when woken (a batch's inbox).
+pub trait Woken: Send + Sync {
+    /// Handles what was posted since the wake-up. Runs on the loop thread.
+    fn serve_woken(self: Arc<Self>, py: Python<'_>);
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain lists behind these locks: a panic elsewhere leaves nothing half-done.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Wakes one event loop's thread to serve the batches that have messages.
 pub struct LoopWaker {
@@ -27,7 +37,7 @@ pub struct LoopWaker {
     /// A byte is in the socket and the loop has not read it yet.
     pending: AtomicBool,
     /// Batches with messages since the loop last read the socket.
-    ready: Mutex<Vec<Arc<BatchHost>>>,
+    ready: Mutex<Vec<Arc<dyn Woken>>>,
 }
 
 /// A loop this process has a waker for (`None`: it cannot watch a socket).
@@ -97,9 +107,9 @@ impl LoopWaker {
         }
     }
 
-    /// Asks the loop's thread to serve `host`'s inbox. Never attaches to the interpreter.
-    pub fn wake(&self, host: Arc<BatchHost>) {
-        lock(&self.ready).push(host);
+    /// Asks the loop's thread to serve `woken`. Never attaches to the interpreter.
+    pub fn wake(&self, woken: Arc<dyn Woken>) {
+        lock(&self.ready).push(woken);
         if !self.pending.swap(true, Ordering::SeqCst) {
             // A full socket buffer means a wake-up is already pending.
             let _ = (&self.writer).write(&[1]);
@@ -114,8 +124,8 @@ impl LoopWaker {
         while matches!((&self.reader).read(&mut buf), Ok(n) if n > 0) {}
         self.pending.store(false, Ordering::SeqCst);
         let ready = std::mem::take(&mut *lock(&self.ready));
-        for host in ready {
-            host.serve_woken(py);
+        for woken in ready {
+            woken.serve_woken(py);
         }
     }
 }
