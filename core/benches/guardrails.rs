@@ -25,13 +25,14 @@
 
 mod support;
 
+use support::engines::{ALL, Layers, bare, caller, calls, guarded, sink};
+
 use criterion::{BatchSize, Criterion, Throughput, criterion_group};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
-use tooljig::audit::SqliteAudit;
 use tooljig::*;
 
 /// The allocator the Python and Node packages ship with (their `lib.rs` says why); a Rust app
@@ -39,140 +40,6 @@ use tooljig::*;
 /// system allocator's figures (BENCHMARKS.md has both).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}, "user_id": {"type": "string"}},
-        "required": ["city"],
-        "additionalProperties": false
-    })
-}
-
-fn bare() -> Engine {
-    let engine = Engine::new();
-    engine
-        .register(Tool::from_fn(
-            "noop",
-            "Does nothing.",
-            schema(),
-            |_, _| async { Ok(Value::Null) },
-        ))
-        .expect("noop registers");
-    engine
-}
-
-/// A sink that drops every record: the records are built and handed over, nothing is stored.
-/// It isolates the cost on the call path from the cost of storage.
-struct Discard;
-
-impl AuditSink for Discard {
-    fn record(&self, entry: AuditEntry) {
-        black_box(entry);
-    }
-    fn flush(&self) -> BoxFuture<Result<(), tooljig::audit::AuditError>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn query(
-        &self,
-        _: AuditQuery,
-    ) -> BoxFuture<Result<Vec<AuditRecord>, tooljig::audit::AuditError>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn verify(&self) -> BoxFuture<Result<tooljig::audit::ChainReport, tooljig::audit::AuditError>> {
-        Box::pin(async {
-            Ok(tooljig::audit::ChainReport {
-                records: 0,
-                broken: None,
-            })
-        })
-    }
-}
-
-/// Which guard pieces an engine has, for the per-layer variants.
-#[derive(Clone, Copy)]
-struct Layers {
-    limit: bool,
-    cache: bool,
-    audit: Option<&'static str>,
-}
-
-const ALL: Layers = Layers {
-    limit: true,
-    cache: true,
-    audit: Some("sqlite"),
-};
-
-fn guarded(layers: Layers, dir: &std::path::Path) -> Engine {
-    let settings: Settings = serde_json::from_value(json!({
-        "system": {"other": false},
-        "tenants": {"acme": {"other": false}},
-        "departments": {"it": {"other": true}},
-        "users": {"u1": {"other": true}}
-    }))
-    .expect("settings");
-    let mut engine = Engine::new()
-        .with_settings(settings)
-        .with_policy_hook(policy_hook_fn(|req: AccessRequest| async move {
-            Ok(if req.caller.principal.is_some() {
-                AccessDecision::allow()
-            } else {
-                AccessDecision::deny("sign in first")
-            })
-        }));
-    match layers.audit {
-        Some(kind @ ("sqlite" | "jsonl")) => engine = engine.with_audit(sink(kind, dir)),
-        Some(_) => engine = engine.with_audit(Arc::new(Discard)),
-        None => {}
-    }
-    let mut policy = Policy::default()
-        .effect(Effect::Read)
-        .scopes(["weather.read"])
-        .roles(["user"])
-        .hidden("user_id", HiddenParam::Principal)
-        .redact("city", Redaction::Hash);
-    if layers.limit {
-        policy = policy.rate_limit(RateLimit::per_principal(
-            1_000_000_000,
-            Duration::from_secs(1),
-        ));
-    }
-    if layers.cache {
-        policy = policy.cache(CachePolicy::ttl(Duration::from_secs(60)));
-    }
-    engine
-        .register(
-            Tool::from_fn("noop", "Does nothing.", schema(), |_, _| async {
-                Ok(Value::Null)
-            })
-            .policy(policy),
-        )
-        .expect("noop registers");
-    engine
-}
-
-fn caller() -> Caller {
-    let mut c = Caller::principal("u1");
-    c.tenant = Some("acme".into());
-    c.roles = vec!["user".into()];
-    c.scopes = vec!["weather.read".into()];
-    c.attributes.insert("departments".into(), json!(["it"]));
-    c
-}
-
-/// Calls with arguments never seen before (a fresh `days` per call), so the cache misses.
-fn calls(n: usize, nonce: &AtomicU64) -> Vec<Call> {
-    (0..n)
-        .map(|i| {
-            let days = nonce.fetch_add(1, Ordering::Relaxed) + 1;
-            Call::new(
-                format!("c{i}"),
-                "noop",
-                format!(r#"{{"city": "Paris", "days": {days}, "user_id": "spoof"}}"#),
-            )
-        })
-        .collect()
-}
 
 /// Runs each batch in a task of the runtime, as an async app or a binding does (the driver
 /// then shares the 2 worker threads with the calls, instead of running on a third thread
@@ -318,15 +185,6 @@ fn overhead(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-/// An audit sink of the given kind (`sqlite` or `jsonl`) in a fresh file under `dir`.
-fn sink(kind: &str, dir: &std::path::Path) -> Arc<dyn AuditSink> {
-    let path = dir.join(format!("audit-{}.{kind}", uuid::Uuid::new_v4()));
-    match kind {
-        "sqlite" => Arc::new(SqliteAudit::open(path).expect("audit opens")),
-        _ => Arc::new(tooljig::audit::JsonlAudit::open(path).expect("audit opens")),
-    }
 }
 
 /// `n` entries of the record a `guarded` call leaves (593 bytes once linked), each its own.

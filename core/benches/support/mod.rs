@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each bench uses what it needs
 
+pub mod engines;
 pub mod servers;
 
 /// A runtime with two workers: the machine the figures are for has two cores.
