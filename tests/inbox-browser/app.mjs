@@ -1,5 +1,7 @@
-// The app of the browser test: a Node process that asks for approvals (`suspend`), and
-// another that continues the run once an operator decided (`resume RUN_ID`). Both print JSON.
+// The app of the browser test: a Node process that asks for approvals (`suspend`), another
+// that continues the run once an operator decided (`resume RUN_ID`), both printing JSON; and
+// the app's worker (`worker`), which carries out what operators ask from the inbox (resume,
+// roll back) until it is stopped, with the handlers and the compensation below.
 import { Engine, tool } from '../../bindings-node/lib/index.mjs'
 
 const [, , command, store, audit, ...rest] = process.argv
@@ -19,6 +21,8 @@ engine.register(
   { risk: 'high', approval: { required: 'always' } },
 )
 
+engine.compensateWith('send_email', ({ result }) => `recalled: ${result}`)
+
 if (command === 'suspend') {
   // Each argument is one recipient: one call, one approval request.
   const calls = rest.map((to, i) => ({ id: `c${i}`, tool: 'send_email', arguments: { to, subject: `Hello ${i}` } }))
@@ -27,6 +31,11 @@ if (command === 'suspend') {
 } else if (command === 'resume') {
   const out = await engine.resume(rest[0])
   console.log(JSON.stringify(out.results.map((r) => ({ id: r.callId, status: r.status, envelope: r.envelope }))))
+} else if (command === 'worker') {
+  const stop = new AbortController()
+  process.on('SIGTERM', () => stop.abort())
+  console.log('ready')
+  await engine.serveOperatorRequests({ worker: 'app-worker', signal: stop.signal })
 } else {
   throw new Error(`unknown command ${command}`)
 }

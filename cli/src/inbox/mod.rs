@@ -38,7 +38,8 @@ pub fn tokens(tokens: HashMap<String, Caller>) -> Result<Arc<dyn HttpAuth>, Stri
 }
 
 /// The inbox's routes, for an app to mount or `tooljig serve` to serve: `/` (pending and
-/// recently decided requests), `/decide`, `/decide-many` (several at once), `/events`, `/runs/{id}`, `/audit`,
+/// recently decided requests), `/decide`, `/decide-many` (several at once), `/events`, `/runs/{id}`
+/// (and `/runs/{id}/operate`: resume or roll back through the app's workers), `/audit`,
 /// `/audit/verify`, `/preferences`, `/preferences/revoke`, `/signin`. `auth` tells who each
 /// request is from; `host` is what it runs on, for a hook written in Python.
 pub fn router(
@@ -62,6 +63,7 @@ pub fn router(
         .route("/decide-many", post(pending::decide_many))
         .route("/events", get(pending::events))
         .route("/runs/{id}", get(runs::page))
+        .route("/runs/{id}/operate", post(runs::operate))
         .route("/audit", get(audit::page))
         .route("/audit/verify", post(audit::verify))
         .route("/preferences", get(preferences::page))
