@@ -101,6 +101,49 @@ test('the inbox asks the app’s async auth hook who calls', async () => {
   }
 })
 
+test("a run is resumed and rolled back from the inbox by the app's Node worker", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tooljig-inbox-operate-'))
+  const engine = new Engine({ stateStore: `sqlite://${join(dir, 'store.db')}` })
+  const moved = []
+  engine.register(
+    'transfer',
+    tool({ inputSchema: { type: 'object', properties: { amount: { type: 'integer' } }, required: ['amount'] }, execute: async ({ amount }) => (moved.push(amount), `t-${amount}`) }),
+    { risk: 'high', approval: { required: 'always' } },
+  )
+  engine.compensateWith('transfer', async ({ result }) => `reversed ${result}`)
+  const out = await engine.run([{ id: 't', tool: 'transfer', arguments: { amount: 7 } }], { caller: { principal: 'ada' } })
+  const [pending] = await engine.pendingApprovals()
+  await engine.approve(pending.id, { argumentsHash: pending.argumentsHash, approver: { principal: 'ada' } })
+  const server = engine.serveInbox({ tokens: { 'ada-token': { principal: 'ada' } } })
+  const stop = new AbortController()
+  const worker = engine.serveOperatorRequests({ worker: 'node-worker', signal: stop.signal })
+  try {
+    const auth = { authorization: 'Bearer ada-token' }
+    const page = await (await fetch(new URL(`/runs/${out.runId}`, server.url), { headers: auth })).text()
+    assert.match(page, /id="operate"/)
+    const csrf = page.match(/name=csrf value="([^"]+)"/)[1]
+    const operate = (fields) =>
+      fetch(new URL(`/runs/${out.runId}/operate`, server.url), {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields),
+      }).then(async (r) => [r.status, await r.text()])
+    const [status, resumed] = await operate({ csrf, action: 'resume' })
+    assert.equal(status, 200, resumed)
+    assert.match(resumed, /resumed by worker <b>node-worker<\/b>/)
+    assert.deepEqual(moved, [7])
+    const [rolledStatus, rolled] = await operate({ csrf, action: 'rollback' })
+    assert.equal(rolledStatus, 200, rolled)
+    assert.match(rolled, /<td>compensated/)
+    assert.equal((await operate({ csrf: 'forged', action: 'rollback' }))[0], 403)
+  } finally {
+    stop.abort()
+    await worker
+    await server.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 test('the tooljig bin resumes and rolls back through a Node worker', async () => {
   const { execFile } = await import('node:child_process')
   const dir = mkdtempSync(join(tmpdir(), 'tooljig-operator-'))

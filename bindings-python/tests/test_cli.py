@@ -133,6 +133,60 @@ async def test_the_inbox_asks_the_apps_async_auth_hook(tmp_path: Path) -> None:
         server.stop()
 
 
+async def test_a_run_is_resumed_and_rolled_back_from_the_inbox_by_a_python_worker(tmp_path: Path) -> None:
+    import asyncio
+    import re
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    engine = tooljig.Engine(state_store=f"sqlite://{tmp_path / 'store.db'}")
+    moved: list[int] = []
+
+    @engine.tool(risk="high", approval={"required": "always"})
+    async def transfer(amount: int) -> str:
+        """Moves money."""
+        moved.append(amount)
+        return f"t-{amount}"
+
+    async def reverse(undo: dict[str, Any]) -> str:
+        return f"reversed {undo['result']}"
+
+    engine.compensate_with("transfer", reverse)
+    out = await engine.run([{"id": "t", "tool": "transfer", "arguments": {"amount": 7}}], caller={"principal": "ada"})
+    [pending] = await engine.pending_approvals()
+    await engine.approve(pending["id"], arguments_hash=pending["arguments_hash"], approver={"principal": "ada"})
+    server = engine.serve_inbox(tokens={"ada-token": {"principal": "ada"}})
+    worker = asyncio.create_task(engine.serve_operator_requests(worker="py-worker"))
+    try:
+
+        def fetch(path: str, data: dict[str, str] | None = None) -> tuple[int, str]:
+            body = urllib.parse.urlencode(data).encode() if data is not None else None
+            request = urllib.request.Request(server.url.rstrip("/") + path, body, {"authorization": "Bearer ada-token"})
+            try:
+                with urllib.request.urlopen(request) as response:
+                    return response.status, response.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read().decode()
+
+        status, page = await asyncio.to_thread(fetch, f"/runs/{out.run_id}")
+        csrf = re.search(r'name=csrf value="([^"]+)"', page)
+        assert status == 200 and csrf and 'id="operate"' in page, page
+        operate = f"/runs/{out.run_id}/operate"
+        status, done = await asyncio.to_thread(fetch, operate, {"csrf": csrf[1], "action": "resume"})
+        assert status == 200 and "resumed by worker <b>py-worker</b>" in done, done
+        assert moved == [7]
+        status, done = await asyncio.to_thread(fetch, operate, {"csrf": csrf[1], "action": "rollback"})
+        assert status == 200 and "<td>compensated" in done, done
+        status, _ = await asyncio.to_thread(fetch, operate, {"csrf": "forged", "action": "rollback"})
+        assert status == 403
+    finally:
+        worker.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await worker
+        server.stop()
+
+
 async def test_the_command_line_resumes_and_rolls_back_through_a_python_worker(tmp_path: Path) -> None:
     import asyncio
 
