@@ -1,6 +1,8 @@
 //! The approval inbox over HTTP: authentication, escaping, decisions bound to the operator, the
 //! page's CSRF token and the arguments hash, replays refused; the app's run then resumes.
 
+mod support;
+
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -517,59 +519,18 @@ async fn an_operator_decides_several_requests_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_resumes_and_rolls_back_a_run_from_its_page() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use tooljig::{CancellationToken, Policy, handler_fn};
+    use std::sync::atomic::Ordering;
+    use tooljig::CancellationToken;
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite://{}", dir.path().join("store.db").display());
-    let app = Arc::new(
-        EngineOptions::from_value(json!({"state_store": store}))
-            .and_then(EngineOptions::build)
-            .unwrap(),
-    );
-    let sent = Arc::new(AtomicUsize::new(0));
-    let undone = Arc::new(Mutex::new(Vec::<serde_json::Value>::new()));
-    let s = sent.clone();
-    app.register(
-        Tool::from_fn(
-            "transfer",
-            "Moves money.",
-            json!({"type": "object"}),
-            move |a: serde_json::Value, _| {
-                let s = s.clone();
-                async move {
-                    s.fetch_add(1, Ordering::SeqCst);
-                    Ok(json!({"transfer": format!("t-{}", a["amount"])}))
-                }
-            },
-        )
-        .policy(Policy::default().require_approval()),
-    )
-    .unwrap();
-    let u = undone.clone();
-    app.compensate_with(
-        "transfer",
-        handler_fn(move |a: serde_json::Value, _| {
-            let u = u.clone();
-            async move {
-                u.lock().unwrap().push(a["result"].clone());
-                Ok(json!({"reversed": true}))
-            }
-        }),
-    );
-    let out = app
-        .run(
-            vec![Call::new("t", "transfer", json!({"amount": 40}))],
-            Caller::principal("ada"),
-            BatchOptions::default(),
-        )
-        .await;
-    let run_id = out.run_id.clone().unwrap();
+    let app = support::transfer_app(&store).await;
+    let run_id = app.run_id.clone();
     let auth = tooljig_cli::inbox::tokens(HashMap::from([(
         "olga-token".to_string(),
         Caller::principal("olga"),
     )]))
     .unwrap();
-    let (base, http) = serve(app.clone(), auth).await;
+    let (base, http) = serve(app.engine.clone(), auth).await;
     let page = text_of(&http, &format!("{base}/runs/{run_id}"), "olga-token").await;
     let csrf = field(&page, "operate", "csrf");
     let operate = |form: Vec<(&'static str, String)>| {
@@ -612,15 +573,11 @@ async fn an_operator_resumes_and_rolls_back_a_run_from_its_page() {
         .unwrap();
     assert_eq!(unknown.status(), 404);
 
-    let pending = app.pending_approvals(None).await.unwrap();
-    let p = &pending[0];
-    app.approve(&p.id, &p.arguments_hash, &Caller::principal("ada"), None)
-        .await
-        .unwrap();
+    support::approve(&app).await;
     let stop = CancellationToken::new();
     let serving = {
-        let (app, stop) = (app.clone(), stop.clone());
-        tokio::spawn(async move { app.serve_operator_requests("app-1", stop).await })
+        let (engine, stop) = (app.engine.clone(), stop.clone());
+        tokio::spawn(async move { engine.serve_operator_requests("app-1", stop).await })
     };
     let (status, text) = operate(vec![("csrf", csrf.clone()), ("action", "resume".into())]).await;
     assert_eq!(status, 200, "{text}");
@@ -628,14 +585,17 @@ async fn an_operator_resumes_and_rolls_back_a_run_from_its_page() {
         text.contains("resumed by worker <b>app-1</b>") && text.contains("<td>done"),
         "{text}"
     );
-    assert_eq!(sent.load(Ordering::SeqCst), 1);
+    assert_eq!(app.sent.load(Ordering::SeqCst), 1);
     let (status, text) = operate(vec![("csrf", csrf.clone()), ("action", "rollback".into())]).await;
     assert_eq!(status, 200, "{text}");
     assert!(
         text.contains("rolled back by worker <b>app-1</b>") && text.contains("compensated"),
         "{text}"
     );
-    assert_eq!(*undone.lock().unwrap(), vec![json!({"transfer": "t-40"})]);
+    assert_eq!(
+        *app.undone.lock().unwrap(),
+        vec![json!({"transfer": "t-40"})]
+    );
     stop.cancel();
     serving.await.unwrap();
 }

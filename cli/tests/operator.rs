@@ -2,10 +2,11 @@
 //! process, with the handlers) carries it out, the command prints the answer; without a
 //! worker the request is withdrawn and the command fails in one line.
 
+mod support;
+
 use serde_json::{Value, json};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use tooljig::*;
 
 fn tooljig(store: &str, args: &[&str]) -> Output {
@@ -42,61 +43,15 @@ async fn tooljig_async(store: &str, args: &[&str]) -> Output {
 async fn the_command_line_resumes_and_rolls_back_through_the_apps_worker() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite://{}", dir.path().join("store.db").display());
-    let app = Arc::new(
-        EngineOptions::from_value(json!({"state_store": store}))
-            .and_then(EngineOptions::build)
-            .unwrap(),
-    );
-    let sent = Arc::new(AtomicUsize::new(0));
-    let undone = Arc::new(Mutex::new(Vec::<Value>::new()));
-    let s = sent.clone();
-    app.register(
-        Tool::from_fn(
-            "transfer",
-            "Moves money.",
-            json!({"type": "object"}),
-            move |a: Value, _| {
-                let s = s.clone();
-                async move {
-                    s.fetch_add(1, Ordering::SeqCst);
-                    Ok(json!({"transfer": format!("t-{}", a["amount"])}))
-                }
-            },
-        )
-        .policy(Policy::default().require_approval()),
-    )
-    .unwrap();
-    let u = undone.clone();
-    app.compensate_with(
-        "transfer",
-        handler_fn(move |a: Value, _| {
-            let u = u.clone();
-            async move {
-                u.lock().unwrap().push(a["result"].clone());
-                Ok(json!({"reversed": true}))
-            }
-        }),
-    );
-    let out = app
-        .run(
-            vec![Call::new("t", "transfer", json!({"amount": 40}))],
-            Caller::principal("ada"),
-            BatchOptions::default(),
-        )
-        .await;
-    let run_id = out.run_id.clone().unwrap();
+    let transfers = support::transfer_app(&store).await;
+    let (app, run_id) = (transfers.engine.clone(), transfers.run_id.clone());
 
     // No worker yet: the command gives up, withdraws the request and says what to start.
     let none = tooljig_async(&store, &["resume", &run_id, "--wait-ms", "300"]).await;
     assert!(failed(&none).contains("no app worker took request"));
     assert!(failed(&tooljig(&store, &["resume", "nope"])).contains("not_found"));
 
-    let pending = app.pending_approvals(None).await.unwrap();
-    let p = &pending[0];
-    app.approve(&p.id, &p.arguments_hash, &Caller::principal("ada"), None)
-        .await
-        .unwrap();
-
+    support::approve(&transfers).await;
     let stop = CancellationToken::new();
     let serving = {
         let (app, stop) = (app.clone(), stop.clone());
@@ -112,12 +67,12 @@ async fn the_command_line_resumes_and_rolls_back_through_the_apps_worker() {
         answer["result"]["results"][0]["envelope"]["ok"], true,
         "{answer}"
     );
-    assert_eq!(sent.load(Ordering::SeqCst), 1);
+    assert_eq!(transfers.sent.load(Ordering::SeqCst), 1);
     // The run the command shows afterwards is finished, and resuming again runs nothing.
     let again = tooljig_async(&store, &["resume", &run_id]).await;
     assert!(again.status.success(), "{again:?}");
     assert!(String::from_utf8_lossy(&again.stdout).contains("resumed by worker app-1"));
-    assert_eq!(sent.load(Ordering::SeqCst), 1);
+    assert_eq!(transfers.sent.load(Ordering::SeqCst), 1);
 
     let rolled = tooljig_async(&store, &["rollback", &run_id]).await;
     assert!(rolled.status.success(), "{rolled:?}");
@@ -126,7 +81,10 @@ async fn the_command_line_resumes_and_rolls_back_through_the_apps_worker() {
         text.contains("rolled back by worker app-1") && text.contains("compensated"),
         "{text}"
     );
-    assert_eq!(*undone.lock().unwrap(), vec![json!({"transfer": "t-40"})]);
+    assert_eq!(
+        *transfers.undone.lock().unwrap(),
+        vec![json!({"transfer": "t-40"})]
+    );
     // A call the run does not have: the engine's refusal is the command's one-line failure.
     let wrong = tooljig_async(&store, &["rollback", &run_id, "--call", "zz"]).await;
     assert!(failed(&wrong).contains("worker app-1"));
