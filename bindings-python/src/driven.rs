@@ -8,13 +8,23 @@
 //! runtime (the calls of a larger batch, timers, the stores' threads) still runs there: the
 //! runtime is entered while polling, and a wake from any thread reaches the loop through the
 //! batch's inbox (`host.rs`).
+//!
+//! A loop can stop for good with a batch in flight (an app that closes its loop without
+//! awaiting or cancelling the batch) or stall (a long blocking call on its thread). So a wake
+//! from outside the loop's own serving arms a take-over: if the loop has not polled within
+//! [`TAKE_OVER`], the runtime takes the future and runs it to its end there, as it ran every
+//! batch before; its results and audit records are never left to a loop that is gone.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 use tokio::runtime::Handle;
+
+/// How long a wake waits for the loop to poll before the runtime takes the batch over.
+pub const TAKE_OVER: Duration = Duration::from_secs(1);
 
 /// The batch's future, run to its end by polls on the loop thread.
 pub type BatchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -25,6 +35,8 @@ pub struct Driven {
     future: Mutex<Option<(BatchFuture, Handle)>>,
     /// A poll is queued in the inbox: further wakes add none.
     queued: AtomicBool,
+    /// Polls begun so far: a take-over checks that none came since the wake that armed it.
+    polls: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -49,6 +61,7 @@ impl Driven {
     pub fn poll(&self, waker: &Waker) -> Result<(), String> {
         self.queued.store(false, Ordering::SeqCst);
         let mut slot = lock(&self.future);
+        self.polls.fetch_add(1, Ordering::SeqCst);
         let Some((future, runtime)) = slot.as_mut() else {
             return Ok(());
         };
@@ -68,5 +81,28 @@ impl Driven {
                 Err(format!("the batch stopped on an internal error: {why}"))
             }
         }
+    }
+
+    /// Arms a take-over for a wake the loop has not seen yet: unless it polls within
+    /// [`TAKE_OVER`], the runtime takes the future and runs it to its end.
+    pub fn watch(self: &Arc<Self>) {
+        let Some(runtime) = lock(&self.future).as_ref().map(|(_, rt)| rt.clone()) else {
+            return;
+        };
+        let seen = self.polls.load(Ordering::SeqCst);
+        let driven = self.clone();
+        runtime.spawn(async move {
+            tokio::time::sleep(TAKE_OVER).await;
+            let taken = {
+                let mut slot = lock(&driven.future);
+                if driven.polls.load(Ordering::SeqCst) != seen {
+                    return;
+                }
+                slot.take()
+            };
+            if let Some((future, _)) = taken {
+                future.await;
+            }
+        });
     }
 }

@@ -171,7 +171,7 @@ pub struct BatchHost {
     #[cfg(unix)]
     waker: Option<Arc<LoopWaker>>,
     side: Mutex<LoopSide>,
-    driven: Driven,
+    driven: Arc<Driven>,
     /// Queues a poll of `driven`; made at its first poll.
     poll_waker: std::sync::OnceLock<std::task::Waker>,
 }
@@ -200,7 +200,7 @@ impl BatchHost {
                 create_task,
                 events: EventQueue::new(stream_events),
             }),
-            driven: Driven::default(),
+            driven: Arc::default(),
             poll_waker: std::sync::OnceLock::new(),
         }))
     }
@@ -265,6 +265,10 @@ impl BatchHost {
     pub fn queue_poll(self: &Arc<Self>) {
         if self.driven.should_queue() {
             self.post(Msg::Poll);
+            if SERVING.get() != Arc::as_ptr(self) as usize {
+                // Woken from elsewhere: the loop may never come back for it.
+                self.driven.watch();
+            }
         }
     }
 

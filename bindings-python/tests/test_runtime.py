@@ -3,6 +3,7 @@ workers.rs, loop_waker.rs)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -168,3 +169,39 @@ def test_loops_that_come_and_go_leave_no_socket_behind() -> None:
     )
     assert r.returncode == 0, r.stderr
     assert int(r.stdout) <= 4, f"{r.stdout} more file descriptors after 285 loops"
+
+
+def test_a_batch_whose_loop_is_closed_midway_still_finishes_on_the_runtime() -> None:
+    # A one-call batch is polled on its loop; an app that closes the loop with the batch in
+    # flight (neither awaited nor cancelled) must not lose it: the runtime takes it over once
+    # the loop stops answering, and the call's audit record is written.
+    r = run_python(
+        """
+        import asyncio, json, os, tempfile, time
+        import tooljig
+
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "audit.jsonl")
+        engine = tooljig.Engine(audit=f"jsonl://{path}")
+
+        @engine.tool
+        def slow() -> str:
+            time.sleep(0.3)
+            return "done"
+
+        loop = asyncio.new_event_loop()
+        loop.create_task(engine.run([{"id": "c", "tool": "slow"}]))
+        loop.run_until_complete(asyncio.sleep(0.1))
+        loop.close()
+        deadline = time.monotonic() + 10
+        records = []
+        while time.monotonic() < deadline and not records:
+            time.sleep(0.1)
+            if os.path.exists(path):
+                records = [json.loads(line) for line in open(path)]
+        print(json.dumps([[r["call_id"], r["outcome"]] for r in records]))
+        """,
+        timeout=30,
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [["c", "ok"]]
