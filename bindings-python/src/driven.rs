@@ -18,7 +18,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::runtime::Handle;
@@ -37,6 +37,9 @@ pub struct Driven {
     queued: AtomicBool,
     /// Polls begun so far: a take-over checks that none came since the wake that armed it.
     polls: AtomicU64,
+    /// The runtime, apart from the future: a wake (which may come while the loop polls,
+    /// holding the future's lock) must never wait for that lock.
+    runtime: OnceLock<Handle>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -47,6 +50,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Driven {
     /// Takes the future to poll; the host queues its first poll.
     pub fn set(&self, future: BatchFuture, runtime: Handle) {
+        let _ = self.runtime.set(runtime.clone());
         *lock(&self.future) = Some((future, runtime));
     }
 
@@ -86,7 +90,7 @@ impl Driven {
     /// Arms a take-over for a wake the loop has not seen yet: unless it polls within
     /// [`TAKE_OVER`], the runtime takes the future and runs it to its end.
     pub fn watch(self: &Arc<Self>) {
-        let Some(runtime) = lock(&self.future).as_ref().map(|(_, rt)| rt.clone()) else {
+        let Some(runtime) = self.runtime.get() else {
             return;
         };
         let seen = self.polls.load(Ordering::SeqCst);
@@ -94,7 +98,10 @@ impl Driven {
         runtime.spawn(async move {
             tokio::time::sleep(TAKE_OVER).await;
             let taken = {
-                let mut slot = lock(&driven.future);
+                // Held: the loop is polling it right now, so it is alive.
+                let Ok(mut slot) = driven.future.try_lock() else {
+                    return;
+                };
                 if driven.polls.load(Ordering::SeqCst) != seen {
                     return;
                 }
