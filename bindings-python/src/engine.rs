@@ -388,13 +388,14 @@ impl PyEngine {
                 poster.post(Msg::Done(out));
             })
         };
-        if solo {
+        if solo && host.can_drive() {
             // Its call runs in the batch's own task: polled here, an async handler starts
             // and ends on this thread with no hand-over (`driven.rs`).
             host.drive(py, batch, handle);
         } else {
-            // The calls run on the runtime's workers anyway; there the batch's own
+            // A larger batch's calls run on the runtime's workers anyway; there its own
             // bookkeeping runs beside the handlers on this thread instead of before them.
+            // (And a loop without a socket to watch cannot be polled safely: `can_drive`.)
             handle.spawn(batch);
         }
         Ok(PyBatch::new(host, cancel, future.unbind()))

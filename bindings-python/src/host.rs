@@ -247,6 +247,17 @@ impl BatchHost {
         self.serve(py);
     }
 
+    /// Whether a batch may be polled on the loop's thread: only when other threads wake the
+    /// loop without the interpreter (a socket it watches). Through `call_soon_threadsafe` a
+    /// waking thread would wait for the interpreter the polling loop holds, perhaps holding a
+    /// lock the poll needs.
+    pub fn can_drive(&self) -> bool {
+        #[cfg(unix)]
+        return self.waker.is_some();
+        #[cfg(not(unix))]
+        false
+    }
+
     /// Runs `batch` to its end by polls on this, the loop's thread; the first one now.
     pub fn drive(self: &Arc<Self>, py: Python<'_>, batch: BatchFuture, runtime: Handle) {
         self.driven.set(batch, runtime);
