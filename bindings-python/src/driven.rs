@@ -32,13 +32,13 @@ pub type BatchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// The future of one batch and what polling it needs.
 #[derive(Default)]
 pub struct Driven {
-    future: Mutex<Option<(BatchFuture, Handle)>>,
+    future: Mutex<Option<BatchFuture>>,
     /// A poll is queued in the inbox: further wakes add none.
     queued: AtomicBool,
     /// Polls begun so far: a take-over checks that none came since the wake that armed it.
     polls: AtomicU64,
-    /// The runtime, apart from the future: a wake (which may come while the loop polls,
-    /// holding the future's lock) must never wait for that lock.
+    /// The runtime, entered while polling; apart from the future, since a wake (which may
+    /// come while the loop polls, holding the future's lock) must never wait for that lock.
     runtime: OnceLock<Handle>,
 }
 
@@ -50,8 +50,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Driven {
     /// Takes the future to poll; the host queues its first poll.
     pub fn set(&self, future: BatchFuture, runtime: Handle) {
-        let _ = self.runtime.set(runtime.clone());
-        *lock(&self.future) = Some((future, runtime));
+        let _ = self.runtime.set(runtime);
+        *lock(&self.future) = Some(future);
     }
 
     /// Whether a poll must be queued for a wake (none is yet).
@@ -66,7 +66,7 @@ impl Driven {
         self.queued.store(false, Ordering::SeqCst);
         let mut slot = lock(&self.future);
         self.polls.fetch_add(1, Ordering::SeqCst);
-        let Some((future, runtime)) = slot.as_mut() else {
+        let (Some(future), Some(runtime)) = (slot.as_mut(), self.runtime.get()) else {
             return Ok(());
         };
         let _entered = runtime.enter();
@@ -107,7 +107,7 @@ impl Driven {
                 }
                 slot.take()
             };
-            if let Some((future, _)) = taken {
+            if let Some(future) = taken {
                 future.await;
             }
         });
