@@ -10,8 +10,8 @@ use crate::call::{Call, CallResult};
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::registry::{RegisteredTool, Snapshot};
+use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The key that marks a reference to an earlier result inside arguments.

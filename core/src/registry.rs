@@ -8,7 +8,7 @@ use crate::spec::{ToolSpec, check_name};
 use crate::tool::Tool;
 use crate::tool_search::ToolIndex;
 use arc_swap::ArcSwap;
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Arc;
 
 /// A registered tool: its spec, compiled schemas and handler.

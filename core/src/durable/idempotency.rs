@@ -175,7 +175,7 @@ pub async fn begin(
     peeked: Peeked,
     result: &mut CallResult,
 ) -> Result<Outcome, ToolError> {
-    let owner = uuid::Uuid::new_v4().to_string();
+    let owner = crate::random_id::uuid().to_string();
     let mut poll = Duration::from_millis(5);
     let mut read = peeked != Peeked::Nothing;
     let topic = key_topic(key);

@@ -58,7 +58,7 @@ pub(crate) async fn acquire(
     stop_pass: CancellationToken,
 ) -> Result<Option<Lease>, StoreError> {
     let (store, lease_ms) = (&durable.store, durable.lease_ms);
-    let owner = uuid::Uuid::new_v4().simple().to_string();
+    let owner = crate::random_id::uuid().simple().to_string();
     let now = now_ms();
     let held = Held {
         owner: owner.clone(),

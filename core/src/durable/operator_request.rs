@@ -141,7 +141,7 @@ pub(crate) async fn ask(
     let at = now_ms();
     let request = OperatorRequest {
         // Time first, so the store's key order is the order requests were made.
-        id: format!("{at:013}-{}", uuid::Uuid::new_v4().simple()),
+        id: format!("{at:013}-{}", crate::random_id::uuid().simple()),
         action,
         run_id: run_id.to_string(),
         call_id,

@@ -97,7 +97,7 @@ impl Preference {
             .clone()
             .ok_or_else(|| StoreError("a preference needs a principal".into()))?;
         let pref = Preference {
-            id: format!("pref_{}", uuid::Uuid::new_v4().simple()),
+            id: format!("pref_{}", crate::random_id::uuid().simple()),
             principal,
             tenant: caller.tenant.clone(),
             tool: tool.to_string(),

@@ -22,8 +22,8 @@ use crate::caller::Caller;
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::registry::Snapshot;
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use super::run_record::{RunCallRecord, RunLease, RunRecord, RunState, RunStep, run_call_key};
@@ -38,7 +38,7 @@ pub(crate) struct Pass {
     settled: Arc<HashMap<String, CallResult>>,
     /// Of `settled`, the calls whose outcome is new in this pass (a decision or a client
     /// result arrived): they are audited and recorded; the rest were already.
-    changed: Arc<std::collections::HashSet<String>>,
+    changed: Arc<HashSet<String>>,
     approved: Arc<HashMap<String, ApprovalRecord>>,
     keys: Arc<HashMap<String, String>>,
 }
@@ -149,7 +149,8 @@ pub(crate) struct Started {
     /// The pass.
     pub pass: Pass,
     /// The run as written, and its version, for [`persist`].
-    pub prior: Option<(RunRecord, u64)>,
+    /// Boxed: a record is 500 bytes, and every batch's future carries this field.
+    pub prior: Option<Box<(RunRecord, u64)>>,
     /// The lease, released after [`persist`].
     pub lease: Option<Lease>,
 }
@@ -174,7 +175,8 @@ pub(crate) async fn start(
             lease: None,
         };
     }
-    let written = async {
+    // Boxed: inline, this path of apps with a store made every batch's future larger.
+    let written = Box::pin(async {
         let record = RunRecord::first_pass(
             &pass.run_id,
             caller.clone(),
@@ -197,14 +199,14 @@ pub(crate) async fn start(
         let version =
             version?.ok_or_else(|| StoreError("a fresh run id was already taken".into()))?;
         Ok::<_, StoreError>((record, version, lease))
-    }
+    })
     .await;
     match written {
         Ok((record, version, lease)) => {
             pass.claims = true;
             Started {
                 pass,
-                prior: Some((record, version)),
+                prior: Some(Box::new((record, version))),
                 lease: Some(lease),
             }
         }
@@ -318,7 +320,7 @@ pub(crate) async fn begin_resume(
     };
 
     let mut settled = HashMap::new();
-    let mut changed = std::collections::HashSet::new();
+    let mut changed = HashSet::new();
     let mut approved = HashMap::new();
     for r in &record.results {
         if stop && r.status != CallStatus::Done {
@@ -456,11 +458,42 @@ pub(crate) async fn persist(
     pass: &Pass,
     fresh: Option<(Vec<Call>, Caller)>,
     options: &BatchOptions,
-    mut out: BatchResult,
-    prior: Option<(RunRecord, u64)>,
+    out: BatchResult,
+    prior: Option<Box<(RunRecord, u64)>>,
 ) -> (BatchResult, Option<ToolError>) {
     let durable = pass.shared.as_ref();
-    let snapshot = tools;
+    // Over the results themselves: looking each id up in `out` was quadratic in the batch.
+    let compensable = out.results.iter().any(|r| {
+        r.status == CallStatus::Done
+            && r.envelope.is_ok()
+            && !r.replayed
+            && !pass.carried_over(&r.call_id)
+            && tools
+                .get(&r.tool)
+                .is_some_and(|t| rollback::has_compensation(durable, &t.spec))
+    });
+    let pending = out.results.iter().any(|r| r.status != CallStatus::Done);
+    // A run nobody will read again is not built: the record clones every result.
+    if !(durable.explicit_store || pending || compensable || options.atomic || prior.is_some()) {
+        return (out, None);
+    }
+    // Boxed: inline, this rare path made every batch's future kilobytes larger, and a
+    // future is copied whole each time it moves.
+    Box::pin(record_run(tools, pass, fresh, options, out, prior, pending)).await
+}
+
+/// [`persist`] once it knows the run must be recorded: builds the record (or adds this pass
+/// to the one read back), rolls back a failed atomic batch, and writes the record.
+async fn record_run(
+    tools: &Snapshot,
+    pass: &Pass,
+    fresh: Option<(Vec<Call>, Caller)>,
+    options: &BatchOptions,
+    mut out: BatchResult,
+    prior: Option<Box<(RunRecord, u64)>>,
+    pending: bool,
+) -> (BatchResult, Option<ToolError>) {
+    let durable = pass.shared.as_ref();
     let mut ran: Vec<&CallResult> = out
         .results
         .iter()
@@ -472,26 +505,11 @@ pub(crate) async fn persist(
         .filter(|r| r.status == CallStatus::Done && r.envelope.is_ok() && !r.replayed)
         .map(|r| r.call_id.clone())
         .collect();
-    // Over the results themselves: looking each id up in `out` was quadratic in the batch.
-    let compensable = ran.iter().any(|r| {
-        r.status == CallStatus::Done
-            && r.envelope.is_ok()
-            && !r.replayed
-            && snapshot
-                .get(&r.tool)
-                .is_some_and(|t| rollback::has_compensation(durable, &t.spec))
-    });
-    let pending = out.results.iter().any(|r| r.status != CallStatus::Done);
     let failed = out
         .results
         .iter()
         .any(|r| r.status == CallStatus::Done && !r.envelope.is_ok());
-
-    // A run nobody will read again is not built: the record clones every result.
-    if !(durable.explicit_store || pending || compensable || options.atomic || prior.is_some()) {
-        return (out, None);
-    }
-    let (mut record, expect) = match prior {
+    let (mut record, expect) = match prior.map(|p| *p) {
         Some((rec, version)) => (rec, Expect::Version(version)),
         None => {
             let (calls, caller) = fresh.unwrap_or_default();
@@ -525,36 +543,30 @@ pub(crate) async fn persist(
         None,
         Value::Null,
     ));
-    let keep = durable.explicit_store
-        || pending
-        || compensable
-        || options.atomic
-        || matches!(expect, Expect::Version(_));
-    if keep {
-        let wrote = put_as(
-            durable.store.as_ref(),
-            Namespace::Run,
-            &record.id,
-            expect,
-            &record,
-            Some(durable.run_ttl_ms),
-        )
-        .await;
-        match wrote {
-            Ok(Some(_)) => out.run_id = Some(record.id),
-            Ok(None) => {
-                let e = refusal(
-                    ErrorCode::Conflict,
-                    "run_busy",
-                    format!(
-                        "run {} was changed by another process during this pass",
-                        record.id
-                    ),
-                );
-                return (out, Some(e));
-            }
-            Err(e) => return (out, Some(store_refusal(e))),
+    // Recorded: the reasons `persist` came here for are the reasons to keep the run.
+    let wrote = put_as(
+        durable.store.as_ref(),
+        Namespace::Run,
+        &record.id,
+        expect,
+        &record,
+        Some(durable.run_ttl_ms),
+    )
+    .await;
+    match wrote {
+        Ok(Some(_)) => out.run_id = Some(record.id),
+        Ok(None) => {
+            let e = refusal(
+                ErrorCode::Conflict,
+                "run_busy",
+                format!(
+                    "run {} was changed by another process during this pass",
+                    record.id
+                ),
+            );
+            return (out, Some(e));
         }
+        Err(e) => return (out, Some(store_refusal(e))),
     }
     (out, None)
 }

@@ -412,7 +412,7 @@ impl Batch {
         let mut node = self.slots[i].node.take()?;
         if node.has_refs {
             let slots = &self.slots;
-            let ids: std::collections::HashMap<&str, usize> = node
+            let ids: foldhash::HashMap<&str, usize> = node
                 .deps
                 .iter()
                 .filter_map(|&d| slots[d].result.as_ref().map(|r| (r.call_id.as_str(), d)))

@@ -309,7 +309,7 @@ impl Engine {
         } else {
             pass_batch(None).await
         };
-        let prior = Some((record, version));
+        let prior = Some(Box::new((record, version)));
         let (out, refused) = run::persist(&tools, &pass, None, &options, out, prior).await;
         lease.release().await;
         if let (Some(report), Some(caller)) = (&out.rollback, &started_by) {

@@ -9,8 +9,9 @@
 use crate::call::CallResult;
 use crate::error_code::ErrorCode;
 use crate::guard::audit::Outcome;
+use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 

@@ -89,7 +89,7 @@ impl McpServer {
     {
         let session = Session {
             shared: self.shared.clone(),
-            id: Some(Arc::from(uuid::Uuid::new_v4().to_string())),
+            id: Some(Arc::from(crate::random_id::uuid().to_string())),
         };
         let running = session
             .serve((read, write))
