@@ -13,7 +13,8 @@
 //! awaiting or cancelling the batch) or stall (a long blocking call on its thread). So a wake
 //! from outside the loop's own serving arms a take-over: if the loop has not polled within
 //! [`TAKE_OVER`], the runtime takes the future and runs it to its end there, as it ran every
-//! batch before; its results and audit records are never left to a loop that is gone.
+//! batch before; its results and audit records are never left to a loop that is gone. One
+//! thread watches every armed batch (`watchdog.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -34,9 +35,11 @@ pub type BatchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 pub struct Driven {
     future: Mutex<Option<BatchFuture>>,
     /// A poll is queued in the inbox: further wakes add none.
-    queued: AtomicBool,
+    pub(crate) queued: AtomicBool,
     /// Polls begun so far: a take-over checks that none came since the wake that armed it.
-    polls: AtomicU64,
+    pub(crate) polls: AtomicU64,
+    /// Recorded for the watchdog to check (`watchdog.rs`): further wakes record nothing.
+    pub(crate) armed: AtomicBool,
     /// The runtime, entered while polling; apart from the future, since a wake (which may
     /// come while the loop polls, holding the future's lock) must never wait for that lock.
     runtime: OnceLock<Handle>,
@@ -88,28 +91,33 @@ impl Driven {
     }
 
     /// Arms a take-over for a wake the loop has not seen yet: unless it polls within
-    /// [`TAKE_OVER`], the runtime takes the future and runs it to its end.
+    /// [`TAKE_OVER`], the runtime takes the future and runs it to its end (`watchdog.rs`).
     pub fn watch(self: &Arc<Self>) {
+        crate::watchdog::arm(self);
+    }
+
+    /// Takes the future from a loop that has not polled since `polls` and runs it on the
+    /// runtime; `false` when the loop is polling right now (so it is alive) or has no future.
+    pub fn take_over(&self, polls: u64) -> bool {
         let Some(runtime) = self.runtime.get() else {
-            return;
+            return false;
         };
-        let seen = self.polls.load(Ordering::SeqCst);
-        let driven = self.clone();
-        runtime.spawn(async move {
-            tokio::time::sleep(TAKE_OVER).await;
-            let taken = {
-                // Held: the loop is polling it right now, so it is alive.
-                let Ok(mut slot) = driven.future.try_lock() else {
-                    return;
-                };
-                if driven.polls.load(Ordering::SeqCst) != seen {
-                    return;
-                }
-                slot.take()
+        let taken = {
+            // Held: the loop is polling it right now, so it is alive.
+            let Ok(mut slot) = self.future.try_lock() else {
+                return false;
             };
-            if let Some(future) = taken {
-                future.await;
+            if self.polls.load(Ordering::SeqCst) != polls {
+                return false;
             }
-        });
+            slot.take()
+        };
+        match taken {
+            Some(future) => {
+                runtime.spawn(future);
+                true
+            }
+            None => false,
+        }
     }
 }

@@ -36,6 +36,7 @@ pub mod results;
 pub mod runtime;
 pub mod seams;
 pub mod stream;
+pub mod watchdog;
 pub mod workers;
 
 use pyo3::prelude::*;

@@ -17,7 +17,8 @@
 //! Fork. A forked child inherits this state but none of the threads. The runtime, the root
 //! cancellation token and the worker pool remember the process id that made them; in a child
 //! they are replaced (the parent's copies are leaked, never dropped, since dropping a runtime
-//! whose threads are gone would wait for them forever).
+//! whose threads are gone would wait for them forever), and the watchdog forgets the
+//! parent's batches.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -58,6 +59,7 @@ pub fn for_batch() -> Result<(Handle, CancellationToken), String> {
         if let Some(old) = state.take() {
             std::mem::forget(old);
         }
+        crate::watchdog::forget_after_fork();
     }
     if state.is_none() {
         let runtime = Builder::new_multi_thread()
