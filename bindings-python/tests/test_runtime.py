@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -131,33 +130,38 @@ def test_a_forked_child_gets_its_own_runtime_and_workers() -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_forked_child_never_repeats_its_parents_run_ids(tmp_path: Path) -> None:
+def test_a_forked_child_never_repeats_its_parents_run_ids() -> None:
     # Ids are drawn from the kernel many at a time (random_id.rs); a child inherits its
     # parent's unspent ones and must throw them away, or both would name their next runs alike.
+    # Atomic batches are recorded (in the engine's memory store), so their run ids come back;
+    # one-call batches awaited in a loop are polled on its thread, the thread that forks.
     r = run_python(
-        f"""
-        import os, warnings
+        """
+        import asyncio, os, warnings
         import tooljig
 
         warnings.simplefilter("ignore", DeprecationWarning)
-        engine = tooljig.Engine(state_store=tooljig.SqliteStore({str(tmp_path / "runs.db")!r}))
+        engine = tooljig.Engine()
 
         @engine.tool
         def noop() -> int:
             return 1
 
-        first = engine.run_sync([{{"tool": "noop"}}]).run_id
+        async def run_id() -> str:
+            return (await engine.run([{"tool": "noop"}], atomic=True)).run_id
+
+        first = asyncio.run(run_id())
         read, write = os.pipe()
         child = os.fork()
         if child == 0:
-            ids = [engine.run_sync([{{"tool": "noop"}}]).run_id for _ in range(3)]
+            ids = [asyncio.run(run_id()) for _ in range(3)]
             os.write(write, " ".join(ids).encode())
             os._exit(0)
         os.close(write)
         theirs = set(os.read(read, 4096).decode().split())
         os.waitpid(child, 0)
-        ours = {{engine.run_sync([{{"tool": "noop"}}]).run_id for _ in range(3)}}
-        print(len(theirs), len(ours), len(ours | theirs | {{first}}))
+        ours = {asyncio.run(run_id()) for _ in range(3)}
+        print(len(theirs), len(ours), len(ours | theirs | {first}))
         """,
         timeout=30,
     )

@@ -62,7 +62,7 @@ impl Pass {
 
     /// A pass for a new batch.
     pub fn fresh(durable: &Arc<Durable>, calls: &[Call]) -> Self {
-        let id: Arc<str> = Arc::from(format!("run_{}", uuid::Uuid::new_v4().simple()));
+        let id: Arc<str> = Arc::from(format!("run_{}", crate::random_id::uuid().simple()));
         Pass::new(durable.clone(), id, calls, false)
     }
 
