@@ -31,9 +31,12 @@ fn main() {
         "additionalProperties": false
     });
     engine
-        .register(Tool::from_fn("noop", "Does nothing.", schema, |_, _| async {
-            Ok(Value::Null)
-        }))
+        .register(Tool::from_fn(
+            "noop",
+            "Does nothing.",
+            schema,
+            |_, _| async { Ok(Value::Null) },
+        ))
         .expect("noop registers");
     let calls: Vec<Call> = (0..size)
         .map(|i| Call::new(format!("c{i}"), "noop", r#"{"city": "Paris", "days": 3}"#))
