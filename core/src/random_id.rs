@@ -29,14 +29,22 @@ struct Pool {
 }
 
 thread_local! {
-    static POOL: RefCell<Pool> = const {
-        RefCell::new(Pool { bytes: [0; 16 * IDS_PER_DRAW], used: IDS_PER_DRAW, pid: 0 })
-    };
+    // Boxed: a library loaded with `dlopen` (the Node addon) gets its thread-locals from a
+    // static block of about 1.6 KB shared by every such library, and half a kilobyte inline
+    // made loading the addon fail ("cannot allocate memory in static TLS block").
+    static POOL: RefCell<Option<Box<Pool>>> = const { RefCell::new(None) };
 }
 
 /// A random (v4) UUID.
 pub(crate) fn uuid() -> uuid::Uuid {
-    POOL.with_borrow_mut(|pool| {
+    POOL.with_borrow_mut(|slot| {
+        let pool = slot.get_or_insert_with(|| {
+            Box::new(Pool {
+                bytes: [0; 16 * IDS_PER_DRAW],
+                used: IDS_PER_DRAW,
+                pid: 0,
+            })
+        });
         let pid = std::process::id();
         if pool.used == IDS_PER_DRAW || pool.pid != pid {
             if getrandom::fill(&mut pool.bytes).is_err() {
@@ -77,7 +85,8 @@ mod tests {
     #[test]
     fn a_buffer_from_another_process_is_thrown_away() {
         let first = uuid(); // fills this thread's buffer
-        let next = POOL.with_borrow_mut(|pool| {
+        let next = POOL.with_borrow_mut(|slot| {
+            let pool = slot.as_mut().expect("filled by the first id");
             pool.pid = pool.pid.wrapping_add(1); // as if it were the parent's
             let at = pool.used * 16;
             let mut id = [0u8; 16];
