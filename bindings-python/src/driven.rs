@@ -19,7 +19,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::runtime::Handle;
@@ -88,12 +88,6 @@ impl Driven {
                 Err(format!("the batch stopped on an internal error: {why}"))
             }
         }
-    }
-
-    /// Arms a take-over for a wake the loop has not seen yet: unless it polls within
-    /// [`TAKE_OVER`], the runtime takes the future and runs it to its end (`watchdog.rs`).
-    pub fn watch(self: &Arc<Self>) {
-        crate::watchdog::arm(self);
     }
 
     /// Takes the future from a loop that has not polled since `polls` and runs it on the

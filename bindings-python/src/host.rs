@@ -277,8 +277,9 @@ impl BatchHost {
         if self.driven.should_queue() {
             self.post(Msg::Poll);
             if SERVING.get() != Arc::as_ptr(self) as usize {
-                // Woken from elsewhere: the loop may never come back for it.
-                self.driven.watch();
+                // Woken from elsewhere: the loop may never come back for it; unless it polls
+                // within `TAKE_OVER`, the runtime takes the batch (`watchdog.rs`).
+                crate::watchdog::arm(&self.driven);
             }
         }
     }
