@@ -3,6 +3,7 @@
 //! ([`checkpoint`]).
 
 pub(crate) mod checkpoint;
+pub(crate) mod wal_sync;
 
 use rusqlite::{Connection, ErrorCode};
 use std::time::{Duration, Instant};

@@ -1,7 +1,13 @@
 //! The embedded SQLite state store: one file in WAL mode, shared by every process that
 //! opens it. Operations run inside `BEGIN IMMEDIATE` transactions, so a compare-and-set
-//! holds against writers in other processes too; `synchronous = FULL` makes a committed
-//! write survive a power cut, not only a process crash.
+//! holds against writers in other processes too; a write answers only once the log holding
+//! it is synced, so it survives a power cut, not only a process crash (the sync runs on a
+//! thread of its own: [`crate::sqlite::wal_sync`]).
+//!
+//! Records live in a rowid table with a unique index on `(ns, key)`: a group's new records
+//! are appended to the same few pages, and only the small index entries land wherever their
+//! hashed keys fall, so a commit writes far fewer pages than with the records themselves
+//! ordered by key. (Stores created before keep their table, which works the same.)
 //!
 //! Group commit: one thread owns the writing connection and runs every write queued while
 //! the previous commit was on disk in one transaction, then commits once. Each write's
@@ -16,6 +22,7 @@
 use super::{Expect, Namespace, StateStore, StoreError, Versioned, now_ms};
 use crate::handler::BoxFuture;
 use crate::sqlite::checkpoint::Checkpointer;
+use crate::sqlite::wal_sync::WalSync;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 use std::path::Path;
@@ -56,13 +63,22 @@ impl SqliteStore {
         Self::prepare(&writer)?;
         let checkpointer = crate::sqlite::checkpoint::checkpoint_in_background(&mut writer, path)
             .map_err(StoreError)?;
-        let writes = serve(writer, Some(checkpointer), "tooljig-sqlite-store", WRITE)?;
+        let after = AfterCommit {
+            checkpointer: Some(checkpointer),
+            // Without a sync thread the writer syncs in its commits, as it was set up to.
+            sync: WalSync::start(&writer)
+                .inspect_err(|e| {
+                    tracing::warn!(target: "tooljig::sqlite", error = %e, "commits sync on the writer")
+                })
+                .ok(),
+        };
+        let writes = serve(writer, after, "tooljig-sqlite-store", WRITE)?;
         let reader = open()?;
         reader.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
         reader
             .execute_batch("PRAGMA cache_size = -65536;")
             .map_err(err)?;
-        let reads = serve(reader, None, "tooljig-sqlite-reads", READ)?;
+        let reads = serve(reader, AfterCommit::default(), "tooljig-sqlite-reads", READ)?;
         Ok(SqliteStore { writes, reads })
     }
 
@@ -70,7 +86,7 @@ impl SqliteStore {
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let conn = Connection::open_in_memory().map_err(err)?;
         Self::prepare(&conn)?;
-        let writes = serve(conn, None, "tooljig-sqlite-store", WRITE)?;
+        let writes = serve(conn, AfterCommit::default(), "tooljig-sqlite-store", WRITE)?;
         Ok(SqliteStore {
             reads: writes.clone(),
             writes,
@@ -84,7 +100,7 @@ impl SqliteStore {
             conn,
             // A page cache that holds a busy store's working set (SQLite's default is 2 MiB),
             // so a group's reads come from memory rather than the file.
-            "PRAGMA synchronous = FULL; PRAGMA cache_size = -65536;",
+            "PRAGMA synchronous = FULL; PRAGMA cache_size = -8192;",
             "CREATE TABLE IF NOT EXISTS tooljig_state (
                  ns TEXT NOT NULL,
                  key TEXT NOT NULL,
@@ -92,7 +108,7 @@ impl SqliteStore {
                  value TEXT NOT NULL,
                  expires_at INTEGER,
                  PRIMARY KEY (ns, key)
-             ) WITHOUT ROWID;
+             );
              CREATE INDEX IF NOT EXISTS tooljig_state_expiry
                  ON tooljig_state (expires_at) WHERE expires_at IS NOT NULL;",
         )
@@ -122,18 +138,26 @@ const WRITE: TransactionBehavior = TransactionBehavior::Immediate;
 /// Reads see one snapshot a group.
 const READ: TransactionBehavior = TransactionBehavior::Deferred;
 
-/// Starts the thread that owns `conn` and serves the returned queue; a writer's thread hands
-/// its checkpoints to `checkpointer`, so no group waits for the log to be copied back.
+/// What a writer's thread does after each commit, so no group waits for the disk: hands its
+/// checkpoints to a checkpointer, and its answers to a sync thread that releases them once
+/// the log is on disk. A reader's thread, or a store in memory, has neither.
+#[derive(Default)]
+struct AfterCommit {
+    checkpointer: Option<Checkpointer>,
+    sync: Option<WalSync>,
+}
+
+/// Starts the thread that owns `conn` and serves the returned queue.
 fn serve(
     conn: Connection,
-    checkpointer: Option<Checkpointer>,
+    after: AfterCommit,
     name: &str,
     behavior: TransactionBehavior,
 ) -> Result<mpsc::Sender<Job>, StoreError> {
     let (jobs, queue) = mpsc::channel::<Job>();
     std::thread::Builder::new()
         .name(name.into())
-        .spawn(move || run_groups(conn, queue, behavior, checkpointer))
+        .spawn(move || run_groups(conn, queue, behavior, after))
         .map_err(|e| StoreError(format!("cannot start the store's thread: {e}")))?;
     Ok(jobs)
 }
@@ -171,7 +195,7 @@ fn run_groups(
     mut conn: Connection,
     queue: mpsc::Receiver<Job>,
     behavior: TransactionBehavior,
-    checkpointer: Option<Checkpointer>,
+    after: AfterCommit,
 ) {
     while let Ok(first) = queue.recv() {
         let mut group = vec![first];
@@ -193,11 +217,21 @@ fn run_groups(
         };
         let replies: Vec<Reply> = group.into_iter().map(|job| job(Ok(&tx))).collect();
         let commit = tx.commit().err().map(err);
-        if let Some(c) = &checkpointer {
+        if let Some(c) = &after.checkpointer {
             c.after_commit(&conn);
         }
-        for reply in replies {
-            reply(commit.clone());
+        match (&after.sync, commit) {
+            (Some(sync), None) => sync.after_commit(Box::new(move |synced| {
+                let synced = synced.map(StoreError);
+                for reply in replies {
+                    reply(synced.clone());
+                }
+            })),
+            (_, commit) => {
+                for reply in replies {
+                    reply(commit.clone());
+                }
+            }
         }
     }
 }
@@ -274,41 +308,68 @@ impl StateStore for SqliteStore {
         self.write(move |c| {
             let now = now_ms();
             let expires = ttl_ms.map(|t| int(now.saturating_add(t)));
-            // One statement decides the compare-and-set and writes: an absent (or expired)
-            // row is inserted or replaced, a live one at the expected version updated.
-            let row = match expect {
-                Expect::Absent => c
-                    .prepare_cached(
-                        "INSERT INTO tooljig_state (ns, key, version, value, expires_at)
-                         VALUES (?1, ?2, 1, ?3, ?4)
-                         ON CONFLICT (ns, key) DO UPDATE SET
-                             version = version + 1, value = excluded.value,
-                             expires_at = excluded.expires_at
-                         WHERE expires_at IS NOT NULL AND expires_at <= ?5
-                         RETURNING version",
-                    )
-                    .and_then(|mut st| {
-                        st.query_row(params![ns.as_str(), key, text, expires, int(now)], |r| {
-                            r.get::<_, i64>(0)
-                        })
-                        .optional()
-                    }),
-                Expect::Version(want) => c
-                    .prepare_cached(
-                        "UPDATE tooljig_state SET version = version + 1, value = ?3, expires_at = ?4
-                         WHERE ns = ?1 AND key = ?2 AND version = ?5
-                           AND (expires_at IS NULL OR expires_at > ?6)
-                         RETURNING version",
-                    )
-                    .and_then(|mut st| {
-                        st.query_row(
-                            params![ns.as_str(), key, text, expires, int(want), int(now)],
-                            |r| r.get::<_, i64>(0),
+            // Plain statements and the change count, not `RETURNING`: SQLite answers a
+            // `RETURNING` clause from a temporary table it opens and closes on every call,
+            // which cost the writer thread more than the write itself.
+            let written = match expect {
+                Expect::Absent => {
+                    let inserted = c
+                        .prepare_cached(
+                            "INSERT INTO tooljig_state (ns, key, version, value, expires_at)
+                             VALUES (?1, ?2, 1, ?3, ?4) ON CONFLICT (ns, key) DO NOTHING",
                         )
-                        .optional()
-                    }),
+                        .and_then(|mut st| st.execute(params![ns.as_str(), key, text, expires]))
+                        .map_err(err)?;
+                    if inserted == 1 {
+                        return Ok(Some(1));
+                    }
+                    // Taken: only an expired record may be replaced, under a new version.
+                    let replaced = c
+                        .prepare_cached(
+                            "UPDATE tooljig_state
+                             SET version = version + 1, value = ?3, expires_at = ?4
+                             WHERE ns = ?1 AND key = ?2
+                               AND expires_at IS NOT NULL AND expires_at <= ?5",
+                        )
+                        .and_then(|mut st| {
+                            st.execute(params![ns.as_str(), key, text, expires, int(now)])
+                        })
+                        .map_err(err)?;
+                    if replaced == 0 {
+                        return Ok(None);
+                    }
+                    c.prepare_cached("SELECT version FROM tooljig_state WHERE ns = ?1 AND key = ?2")
+                        .and_then(|mut st| {
+                            st.query_row(params![ns.as_str(), key], |r| r.get::<_, i64>(0))
+                        })
+                        .map_err(err)?
+                }
+                Expect::Version(want) => {
+                    let updated = c
+                        .prepare_cached(
+                            "UPDATE tooljig_state
+                             SET version = version + 1, value = ?3, expires_at = ?4
+                             WHERE ns = ?1 AND key = ?2 AND version = ?5
+                               AND (expires_at IS NULL OR expires_at > ?6)",
+                        )
+                        .and_then(|mut st| {
+                            st.execute(params![
+                                ns.as_str(),
+                                key,
+                                text,
+                                expires,
+                                int(want),
+                                int(now)
+                            ])
+                        })
+                        .map_err(err)?;
+                    if updated == 0 {
+                        return Ok(None);
+                    }
+                    int(want.saturating_add(1))
+                }
             };
-            Ok(row.map_err(err)?.map(uint))
+            Ok(Some(uint(written)))
         })
     }
 
@@ -422,5 +483,54 @@ mod tests {
             serde_json::json!(1)
         );
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_file_made_by_an_earlier_version_keeps_working() {
+        // Until 2026-11-26 the table kept its records ordered by key (`WITHOUT ROWID`).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 CREATE TABLE tooljig_state (
+                     ns TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL,
+                     value TEXT NOT NULL, expires_at INTEGER, PRIMARY KEY (ns, key)
+                 ) WITHOUT ROWID;
+                 INSERT INTO tooljig_state VALUES ('run', 'kept', 3, '{\"a\":1}', NULL);",
+            )
+            .unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        let kept = store.get(Namespace::Run, "kept").await.unwrap().unwrap();
+        assert_eq!((kept.value, kept.version), (serde_json::json!({"a": 1}), 3));
+        let next = store.put(
+            Namespace::Run,
+            "kept",
+            Expect::Version(3),
+            serde_json::json!(2),
+            None,
+        );
+        assert_eq!(next.await.unwrap(), Some(4));
+        super::super::contract::check(std::sync::Arc::new(store)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_expired_record_is_replaced_under_the_next_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("s.db")).unwrap();
+        let put = |expect, value, ttl| {
+            store.put(Namespace::Run, "r", expect, serde_json::json!(value), ttl)
+        };
+        assert_eq!(put(Expect::Absent, 1, Some(1)).await.unwrap(), Some(1));
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(put(Expect::Absent, 2, None).await.unwrap(), Some(2));
+        assert_eq!(
+            put(Expect::Absent, 3, None).await.unwrap(),
+            None,
+            "live now"
+        );
+        assert_eq!(put(Expect::Version(1), 3, None).await.unwrap(), None);
+        assert_eq!(put(Expect::Version(2), 3, None).await.unwrap(), Some(3));
     }
 }
