@@ -27,6 +27,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tooljig::*;
 
+/// The allocator the Python and Node packages ship with (their `lib.rs` says why), as the
+/// guardrails bench does; a Rust app picks its own.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const N: usize = 100;
 
 fn engine(store: Option<Arc<dyn StateStore>>) -> Engine {
