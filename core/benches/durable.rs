@@ -1,5 +1,5 @@
 //! The cost of durable-run bookkeeping, end to end through `Engine::run`, on the SQLite
-//! state store (one file, WAL, `synchronous = FULL`: every commit is fsynced) and, for
+//! state store (one file, WAL, every write answered once the log holding it is synced) and, for
 //! comparison, on the in-memory store and with no bookkeeping at all.
 //!
 //! - `idempotent/{store}`: batches of 100 no-op calls, each with fresh arguments of a tool
