@@ -98,8 +98,10 @@ impl SqliteStore {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
         crate::sqlite::set_up(
             conn,
-            // A page cache that holds a busy store's working set (SQLite's default is 2 MiB),
-            // so a group's reads come from memory rather than the file.
+            // A page cache four times SQLite's default, so a group's index lookups mostly
+            // come from memory; not larger, since SQLite walks the whole cache at every
+            // commit (64 MiB cost the writer ~9% of its time; BENCHMARKS.md). FULL until a
+            // sync thread takes the syncing over (`WalSync::start`).
             "PRAGMA synchronous = FULL; PRAGMA cache_size = -8192;",
             "CREATE TABLE IF NOT EXISTS tooljig_state (
                  ns TEXT NOT NULL,
@@ -240,6 +242,13 @@ fn err(e: rusqlite::Error) -> StoreError {
     StoreError(e.to_string())
 }
 
+/// Runs one statement, prepared once per connection; how many rows it changed.
+fn execute(c: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
+    c.prepare_cached(sql)
+        .and_then(|mut st| st.execute(params))
+        .map_err(err)
+}
+
 /// SQLite integers are signed; times and versions fit comfortably.
 fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
@@ -311,65 +320,51 @@ impl StateStore for SqliteStore {
             // Plain statements and the change count, not `RETURNING`: SQLite answers a
             // `RETURNING` clause from a temporary table it opens and closes on every call,
             // which cost the writer thread more than the write itself.
-            let written = match expect {
+            match expect {
                 Expect::Absent => {
-                    let inserted = c
-                        .prepare_cached(
-                            "INSERT INTO tooljig_state (ns, key, version, value, expires_at)
-                             VALUES (?1, ?2, 1, ?3, ?4) ON CONFLICT (ns, key) DO NOTHING",
-                        )
-                        .and_then(|mut st| st.execute(params![ns.as_str(), key, text, expires]))
-                        .map_err(err)?;
+                    let inserted = execute(
+                        c,
+                        "INSERT INTO tooljig_state (ns, key, version, value, expires_at)
+                         VALUES (?1, ?2, 1, ?3, ?4) ON CONFLICT (ns, key) DO NOTHING",
+                        params![ns.as_str(), key, text, expires],
+                    )?;
                     if inserted == 1 {
                         return Ok(Some(1));
                     }
                     // Taken: only an expired record may be replaced, under a new version.
-                    let replaced = c
-                        .prepare_cached(
-                            "UPDATE tooljig_state
-                             SET version = version + 1, value = ?3, expires_at = ?4
-                             WHERE ns = ?1 AND key = ?2
-                               AND expires_at IS NOT NULL AND expires_at <= ?5",
-                        )
-                        .and_then(|mut st| {
-                            st.execute(params![ns.as_str(), key, text, expires, int(now)])
-                        })
-                        .map_err(err)?;
+                    let replaced = execute(
+                        c,
+                        "UPDATE tooljig_state
+                         SET version = version + 1, value = ?3, expires_at = ?4
+                         WHERE ns = ?1 AND key = ?2
+                           AND expires_at IS NOT NULL AND expires_at <= ?5",
+                        params![ns.as_str(), key, text, expires, int(now)],
+                    )?;
                     if replaced == 0 {
                         return Ok(None);
                     }
-                    c.prepare_cached("SELECT version FROM tooljig_state WHERE ns = ?1 AND key = ?2")
+                    let version = c
+                        .prepare_cached(
+                            "SELECT version FROM tooljig_state WHERE ns = ?1 AND key = ?2",
+                        )
                         .and_then(|mut st| {
                             st.query_row(params![ns.as_str(), key], |r| r.get::<_, i64>(0))
                         })
-                        .map_err(err)?
+                        .map_err(err)?;
+                    Ok(Some(uint(version)))
                 }
                 Expect::Version(want) => {
-                    let updated = c
-                        .prepare_cached(
-                            "UPDATE tooljig_state
-                             SET version = version + 1, value = ?3, expires_at = ?4
-                             WHERE ns = ?1 AND key = ?2 AND version = ?5
-                               AND (expires_at IS NULL OR expires_at > ?6)",
-                        )
-                        .and_then(|mut st| {
-                            st.execute(params![
-                                ns.as_str(),
-                                key,
-                                text,
-                                expires,
-                                int(want),
-                                int(now)
-                            ])
-                        })
-                        .map_err(err)?;
-                    if updated == 0 {
-                        return Ok(None);
-                    }
-                    int(want.saturating_add(1))
+                    let updated = execute(
+                        c,
+                        "UPDATE tooljig_state
+                         SET version = version + 1, value = ?3, expires_at = ?4
+                         WHERE ns = ?1 AND key = ?2 AND version = ?5
+                           AND (expires_at IS NULL OR expires_at > ?6)",
+                        params![ns.as_str(), key, text, expires, int(want), int(now)],
+                    )?;
+                    Ok((updated == 1).then(|| want.saturating_add(1)))
                 }
-            };
-            Ok(Some(uint(written)))
+            }
         })
     }
 
@@ -381,16 +376,13 @@ impl StateStore for SqliteStore {
     ) -> BoxFuture<Result<bool, StoreError>> {
         let key = key.to_string();
         self.write(move |c| {
-            let n = c
-                .prepare_cached(
-                    "DELETE FROM tooljig_state WHERE ns = ?1 AND key = ?2 AND version = ?3
-                     AND (expires_at IS NULL OR expires_at > ?4)",
-                )
-                .and_then(|mut st| {
-                    st.execute(params![ns.as_str(), key, int(version), int(now_ms())])
-                })
-                .map_err(err)?;
-            Ok(n == 1)
+            let deleted = execute(
+                c,
+                "DELETE FROM tooljig_state WHERE ns = ?1 AND key = ?2 AND version = ?3
+                 AND (expires_at IS NULL OR expires_at > ?4)",
+                params![ns.as_str(), key, int(version), int(now_ms())],
+            )?;
+            Ok(deleted == 1)
         })
     }
 
