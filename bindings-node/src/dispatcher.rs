@@ -85,7 +85,14 @@ struct Queue {
     aborts: Vec<u64>,
     /// Driven batches woken since the last drain (`driven.rs`).
     polls: Vec<u64>,
+    /// Something is queued that no drain has taken yet.
     scheduled: bool,
+    /// A wake-up is on its way to the JS thread, which drains whatever is queued when it
+    /// arrives. Direct drains (a settle, a batch's start) clear `scheduled` but not this, so
+    /// while the JS thread runs a long chain of promise jobs without returning to its event
+    /// loop, wake-ups are not queued again and again behind the one it has yet to deliver
+    /// (they piled up by the hundred, and an exit found them all undelivered).
+    wake_in_flight: bool,
 }
 
 thread_local! {
@@ -250,12 +257,14 @@ impl Shared {
         SERVING.get() == self as *const Shared as usize
     }
 
-    /// Ends every waiting call with an unexpected failure, saying why.
-    fn fail_all(&self, why: &str) {
+    /// Ends every waiting call with an unexpected failure, saying why; how many there were.
+    fn fail_all(&self, why: &str) -> usize {
         let senders: Vec<_> = lock(&self.pending).drain().map(|(_, s)| s).collect();
+        let failed = senders.len();
         for s in senders {
             let _ = s.send((UNEXPECTED, Value::String(why.into())));
         }
+        failed
     }
 }
 
@@ -281,7 +290,10 @@ impl Dispatcher {
             .build_threadsafe_function::<()>()
             .callee_handled::<false>()
             .weak::<true>()
-            .build_callback(move |_ctx| Ok(on_js_thread.drain().unwrap_or_else(|| EMPTY.into())))?;
+            .build_callback(move |_ctx| {
+                lock(&on_js_thread.queue).wake_in_flight = false;
+                Ok(on_js_thread.drain().unwrap_or_else(|| EMPTY.into()))
+            })?;
         Ok(Dispatcher { shared, wake })
     }
 
@@ -322,7 +334,10 @@ impl Dispatcher {
     /// Wakes the JS thread for what was just queued, unless it is awake already (`wake`
     /// false) or draining this queue right now.
     fn woken(&self, wake: bool) {
-        if wake && !self.shared.serving() {
+        if wake
+            && !self.shared.serving()
+            && !std::mem::replace(&mut lock(&self.shared.queue).wake_in_flight, true)
+        {
             self.wake_js();
         }
     }
@@ -438,15 +453,22 @@ impl Dispatcher {
             ThreadsafeFunctionCallMode::NonBlocking,
             move |returned: napi::Result<()>, _env| {
                 if let Err(e) = returned {
-                    eprintln!("tooljig: the JS dispatcher threw: {e}; failing its pending calls");
-                    shared.fail_all(&format!("the JS dispatcher of tooljig threw: {e}"));
+                    // Also how a wake-up still undelivered when Node exits ends: loud only
+                    // when calls wait, which it fails.
+                    let failed = shared.fail_all(&format!("the JS dispatcher of tooljig threw: {e}"));
+                    if failed > 0 {
+                        eprintln!("tooljig: the JS dispatcher threw: {e}; failed its {failed} pending calls");
+                    }
                 }
                 Ok(())
             },
         );
         if status != Status::Ok {
             // Node is exiting (or the function was released): nobody will run these calls.
-            lock(&self.shared.queue).calls.clear();
+            let mut q = lock(&self.shared.queue);
+            q.calls.clear();
+            q.wake_in_flight = false;
+            drop(q);
             self.shared.fail_all(GONE);
         }
     }

@@ -29,3 +29,23 @@ test('an engine that is never run does not keep the process alive', () => {
   assert.equal(child.error, undefined)
   assert.equal(child.status, 0, child.stderr)
 })
+
+test('batches of sync handlers awaited back to back leave nothing behind at exit', () => {
+  // Such a chain can run for long without the event loop turning: the wake-ups the engine's
+  // threads send meanwhile once piled up undelivered, and the exit reported each as a throw.
+  const code = `import { Engine, tool } from './lib/index.mjs'
+    const e = new Engine().register('t', tool({ execute: ({ n }) => n + 1 }))
+    const calls = Array.from({ length: 1000 }, (_, n) => ({ id: 'c' + n, tool: 't', arguments: JSON.stringify({ n }) }))
+    for (let i = 0; i < 40; i++) {
+      const out = await e.run(calls)
+      if (!out.results.every((r, n) => r.envelope.ok && r.envelope.data === n + 1)) throw new Error('a call failed')
+    }`
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+  })
+  assert.equal(child.error, undefined)
+  assert.equal(child.status, 0, child.stderr)
+  assert.equal(child.stderr, '')
+})
