@@ -6,6 +6,18 @@ import { fileURLToPath } from 'node:url'
 
 const script = fileURLToPath(new URL('./fixtures/exits.mjs', import.meta.url))
 
+/** Runs `code` as a module in a child from the package's root; it must exit on its own with 0. */
+function exitsCleanly(code, timeout) {
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+    encoding: 'utf8',
+    timeout,
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+  })
+  assert.equal(child.error, undefined, `the child did not exit on its own: ${child.error}`)
+  assert.equal(child.status, 0, child.stderr)
+  return child
+}
+
 test('a script that runs a batch exits on its own, with every failure as an envelope', () => {
   const t0 = performance.now()
   const child = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 10_000 })
@@ -21,13 +33,7 @@ test('a script that runs a batch exits on its own, with every failure as an enve
 
 test('an engine that is never run does not keep the process alive', () => {
   const code = "import { Engine, tool } from './lib/index.mjs'; new Engine().register('t', tool({ execute: () => 1 }))"
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
-    encoding: 'utf8',
-    timeout: 10_000,
-    cwd: fileURLToPath(new URL('..', import.meta.url)),
-  })
-  assert.equal(child.error, undefined)
-  assert.equal(child.status, 0, child.stderr)
+  exitsCleanly(code, 10_000)
 })
 
 test('batches of sync handlers awaited back to back leave nothing behind at exit', () => {
@@ -40,12 +46,5 @@ test('batches of sync handlers awaited back to back leave nothing behind at exit
       const out = await e.run(calls)
       if (!out.results.every((r, n) => r.envelope.ok && r.envelope.data === n + 1)) throw new Error('a call failed')
     }`
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
-    encoding: 'utf8',
-    timeout: 60_000,
-    cwd: fileURLToPath(new URL('..', import.meta.url)),
-  })
-  assert.equal(child.error, undefined)
-  assert.equal(child.status, 0, child.stderr)
-  assert.equal(child.stderr, '')
+  assert.equal(exitsCleanly(code, 60_000).stderr, '')
 })
