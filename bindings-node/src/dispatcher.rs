@@ -332,7 +332,7 @@ impl Dispatcher {
     }
 
     /// Wakes the JS thread for what was just queued, unless it is awake already (`wake`
-    /// false) or draining this queue right now.
+    /// false), draining this queue right now, or has a wake-up on its way.
     fn woken(&self, wake: bool) {
         if wake
             && !self.shared.serving()
