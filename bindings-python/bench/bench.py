@@ -63,9 +63,10 @@ def tooljig_runner(n: int) -> Callable[[str], Awaitable[list[dict[str, Any]]]]:
     engine = tooljig.Engine()
     engine.tool(name="weather_sync")(weather)
     engine.tool(name="weather_async")(aweather)
+    engine.tool(name="weather_loop", sync_to_thread=False)(weather)
     calls = {
         kind: [{"id": f"c{i}", "tool": f"weather_{kind}", "arguments": ARGS_TEXT} for i in range(n)]
-        for kind in ("sync", "async")
+        for kind in ("sync", "async", "loop")
     }
 
     async def run(kind: str) -> list[dict[str, Any]]:
@@ -169,7 +170,11 @@ async def main() -> None:
             print(f"{name}: not installed (pip install -r bench/requirements.txt)", file=sys.stderr)
             continue
         figures[name] = {kind: await measure(run, kind, n, repeat) for kind in ("sync", "async")}
+    # A `def` handler registered with `sync_to_thread=False` runs on the loop, as the
+    # baselines' sync handlers do; only tooljig has the choice.
+    loop = await measure(runners["tooljig"], "loop", n, repeat)
     if opts.json:
+        figures["tooljig"]["sync_on_loop"] = loop
         print(json.dumps(figures, indent=2))
         return
     ours = figures["tooljig"]
@@ -177,6 +182,7 @@ async def main() -> None:
     print(f"{'':28} {'sync handler':>14} {'async handler':>14}")
     for name, f in figures.items():
         print(f"{name:28} {f['sync']:>11.1f} µs {f['async']:>11.1f} µs")
+    print(f"{'tooljig, sync on the loop':28} {loop:>11.1f} µs   (sync_to_thread=False)")
     for name, f in figures.items():
         if name != "tooljig":
             print(

@@ -121,8 +121,10 @@ impl PyEngine {
     /// `invoke(arguments, ctx)`; without an invoker the tool is client-side. `present` is
     /// `(invoke, is_async)` of its `to_model_output` hook, called like a handler with the data;
     /// `on_success` the same of the hook run after each successful call, with
-    /// `{"arguments", "result"}`.
-    #[pyo3(signature = (spec, invoke, is_async, present=None, on_success=None))]
+    /// `{"arguments", "result"}`. `sync_to_thread=False` runs a sync invoker on the caller's
+    /// event loop instead of a worker thread (`handler.rs`).
+    #[pyo3(signature = (spec, invoke, is_async, present=None, on_success=None, sync_to_thread=true))]
+    #[allow(clippy::too_many_arguments)] // the Python method's keywords, one each
     fn register(
         &self,
         py: Python<'_>,
@@ -131,13 +133,18 @@ impl PyEngine {
         is_async: bool,
         present: Option<(Py<PyAny>, bool)>,
         on_success: Option<(Py<PyAny>, bool)>,
+        sync_to_thread: bool,
     ) -> PyResult<()> {
         let value = convert::from_py(spec)
             .map_err(|e| error::invalid_spec(py, format!("the tool spec is not JSON: {e}")))?;
         let spec = ToolSpec::from_value(value).map_err(|e| e.into_py_err(py))?;
         let tool = match invoke {
             Some(f) => {
-                let kind = if is_async { Kind::Async } else { Kind::Sync };
+                let kind = match (is_async, sync_to_thread) {
+                    (true, _) => Kind::Async,
+                    (false, true) => Kind::Sync,
+                    (false, false) => Kind::SyncOnLoop,
+                };
                 Tool::new(spec, Arc::new(PyHandler::new(f, kind)))
             }
             None => Tool::external(spec),
@@ -356,7 +363,6 @@ impl PyEngine {
             .copy_context(py)?;
         let (handle, cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
         let future = locals.event_loop(py).call_method0("create_future")?;
-        future.call_method1("add_done_callback", (CancelOnCancelled(cancel.clone()),))?;
         let host = BatchHost::start(py, locals, future.clone(), events)?;
         options.cancel = Some(cancel.clone());
         options.host = Some(host.clone());
@@ -397,6 +403,14 @@ impl PyEngine {
             // bookkeeping runs beside the handlers on this thread instead of before them.
             // (And a loop without a socket to watch cannot be polled safely: `can_drive`.)
             handle.spawn(batch);
+        }
+        // Added only now, and only to a batch still running: one that ended in its first
+        // poll has nothing left to cancel, and a done callback would be a loop callback
+        // queued per batch, piling up while a caller awaits such batches back to back
+        // without the loop ever turning (nothing else can touch the future before this
+        // returns: it is made and resolved on this thread).
+        if !future.call_method0("done")?.is_truthy()? {
+            future.call_method1("add_done_callback", (CancelOnCancelled(cancel.clone()),))?;
         }
         Ok(PyBatch::new(host, cancel, future.unbind()))
     }

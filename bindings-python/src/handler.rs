@@ -7,7 +7,10 @@
 //!   a task there; dropping the future (timeout, cancelled batch) cancels that task;
 //! - sync: the call runs on a worker thread (`workers.rs`), so the loop stays responsive;
 //!   it cannot be interrupted, but `ctx.cancelled` tells it to stop. If it returns an
-//!   awaitable anyway, that is awaited on the loop like an async handler.
+//!   awaitable anyway, that is awaited on the loop like an async handler;
+//! - sync on the loop (`sync_to_thread=False`, for handlers that never block): the call is
+//!   posted like an async one and runs right there, with no thread to wake and no
+//!   interpreter lock to pass; a handler that blocks stalls the loop for as long.
 //!
 //! Either way the handler runs in a copy of the caller's `contextvars` context.
 
@@ -31,6 +34,8 @@ pub enum Kind {
     Sync,
     /// `async def`: as a task on the caller's event loop.
     Async,
+    /// `def` that never blocks: called on the caller's event loop thread.
+    SyncOnLoop,
 }
 
 /// A tool handler written in Python.
@@ -87,11 +92,12 @@ pub fn call_python(
     let (slot, rx) = TaskSlot::new();
     let guard = AbandonGuard::new(slot.clone(), host.clone());
     match kind {
-        Kind::Async => host.post(Msg::Start(Start {
+        Kind::Async | Kind::SyncOnLoop => host.post(Msg::Start(Start {
             what: Awaitable::Call {
                 invoke: invoke.clone(),
                 args,
                 ctx: ctx.map(|c| (c, PyToolContext::into_py as MakeContext)),
+                sync: kind == Kind::SyncOnLoop,
             },
             slot,
         })),
@@ -164,7 +170,7 @@ fn run_sync(
 /// Passes a `KeyboardInterrupt` raised on a worker thread on to the main thread, as if Ctrl-C
 /// had been pressed: only the main thread handles SIGINT. A real signal (not just
 /// `_thread.interrupt_main`) so that a main thread waiting in `select` wakes up at once.
-fn interrupt_main(py: Python<'_>) {
+pub(crate) fn interrupt_main(py: Python<'_>) {
     let sent = (|| -> PyResult<()> {
         let signal = py.import("signal")?;
         let main = py.import("threading")?.call_method0("main_thread")?;

@@ -75,8 +75,11 @@ pub struct Start {
 pub type MakeContext = fn(Python<'_>, ToolContext) -> PyResult<Py<PyAny>>;
 
 /// What a task awaits.
+// Moved once, into the message that starts it; boxing the common variant would cost every
+// call an allocation to spare the rare one a few bytes.
+#[allow(clippy::large_enum_variant)]
 pub enum Awaitable {
-    /// `invoke(arguments, ctx)` of an async handler.
+    /// `invoke(arguments, ctx)` of an async handler, or of a sync one run on the loop.
     Call {
         /// The handler's invoker.
         invoke: Arc<Py<PyAny>>,
@@ -85,6 +88,9 @@ pub enum Awaitable {
         /// The attempt's context, passed as the second argument as `make` makes it; `None`
         /// for app callables that take only their request (policy hook, resolvers).
         ctx: Option<(ToolContext, MakeContext)>,
+        /// A `def` run right here (`sync_to_thread=False`): called in a copy of the batch's
+        /// `contextvars`, as a worker thread would call it, since its body runs in the call.
+        sync: bool,
     },
     /// An awaitable a sync handler returned.
     Object(Py<PyAny>),
@@ -329,18 +335,41 @@ impl BatchHost {
             return Ok(());
         }
         let made = match what {
-            Awaitable::Call { invoke, args, ctx } => {
-                convert::to_py(py, &args).and_then(|args| match ctx {
-                    Some((ctx, make)) => invoke.bind(py).call1((args, make(py, ctx)?)),
-                    None => invoke.bind(py).call1((args,)),
-                })
-            }
+            Awaitable::Call {
+                invoke,
+                args,
+                ctx,
+                sync,
+            } => convert::to_py(py, &args).and_then(|args| {
+                let ctx = ctx.map(|(ctx, make)| make(py, ctx)).transpose()?;
+                let invoke = invoke.bind(py);
+                if sync {
+                    let copy = self
+                        .locals
+                        .context(py)
+                        .call_method0(pyo3::intern!(py, "copy"))?;
+                    let run = pyo3::intern!(py, "run");
+                    match ctx {
+                        Some(ctx) => copy.call_method1(run, (invoke, args, ctx)),
+                        None => copy.call_method1(run, (invoke, args)),
+                    }
+                } else {
+                    match ctx {
+                        Some(ctx) => invoke.call1((args, ctx)),
+                        None => invoke.call1((args,)),
+                    }
+                }
+            }),
             Awaitable::Object(obj) => Ok(obj.into_bound(py)),
         };
         let obj = match made {
             Ok(obj) => obj,
             Err(e) => {
                 drop(state);
+                if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                    // Ctrl-C in a handler on the loop: the app's, not the call's to swallow.
+                    crate::handler::interrupt_main(py);
+                }
                 slot.finish(Err(outcome::from_error(py, &e)));
                 return Ok(());
             }

@@ -4,6 +4,7 @@ caller's loop; sync handlers overlap on worker threads while the loop stays resp
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 
@@ -109,3 +110,86 @@ async def test_a_thousand_calls_settle(engine: tooljig.Engine) -> None:
     calls = [{"tool": "a" if i % 2 else "s", "arguments": {"i": i}} for i in range(1000)]
     out = await engine.run(calls)
     assert [r.envelope["data"] for r in out] == [i if i % 2 else -i for i in range(1000)]
+
+
+async def test_sync_to_thread_false_runs_a_def_handler_on_the_loop_thread(
+    engine: tooljig.Engine,
+) -> None:
+    where: dict[str, set[int]] = {"loop": set(), "thread": set()}
+
+    @engine.tool(sync_to_thread=False)
+    def on_loop(i: int, ctx: tooljig.ToolContext) -> dict[str, object]:
+        where["loop"].add(threading.get_ident())
+        return {"i": i, "call": ctx.call_id}
+
+    @engine.tool
+    def on_thread(i: int) -> int:
+        where["thread"].add(threading.get_ident())
+        return i
+
+    # One call (the batch polled on the loop) and many (driven from a runtime thread).
+    for n in (1, 300):
+        calls = [
+            {"id": f"c{i}", "tool": "on_loop" if i % 2 == 0 else "on_thread", "arguments": {"i": i}}
+            for i in range(n)
+        ]
+        out = await engine.run(calls)
+        assert [r.envelope["data"] for r in out] == [
+            {"i": i, "call": f"c{i}"} if i % 2 == 0 else i for i in range(n)
+        ]
+    assert where["loop"] == {threading.get_ident()}
+    assert threading.get_ident() not in where["thread"]
+
+
+async def test_a_def_handler_on_the_loop_sees_a_copy_of_the_callers_contextvars(
+    engine: tooljig.Engine,
+) -> None:
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+    def seen_then_set(tag: str) -> str:
+        before = var.get()
+        var.set(tag)
+        return before
+
+    engine.register("peek", "Reads then sets a context variable.", None, lambda a: seen_then_set(a["tag"]),
+                    sync_to_thread=False)
+    var.set("caller")
+    out = await engine.run([{"tool": "peek", "arguments": {"tag": f"t{i}"}} for i in range(3)])
+    assert [r.envelope for r in out] == [{"ok": True, "data": "caller"}] * 3
+    assert var.get() == "caller", "a handler's set() leaked into the caller"
+
+
+async def test_a_def_handler_on_the_loop_fails_awaits_and_guards_like_any_other(
+    engine: tooljig.Engine,
+) -> None:
+    @engine.tool(sync_to_thread=False)
+    def boom() -> None:
+        raise ValueError("secret detail")
+
+    @engine.tool(sync_to_thread=False, name="later")
+    def returns_awaitable() -> object:
+        async def later() -> str:
+            await asyncio.sleep(0.01)
+            return "awaited"
+
+        return later()
+
+    @engine.tool(sync_to_thread=False)
+    def refuses() -> None:
+        raise tooljig.ToolError("not_found", "no such order")
+
+    out = await engine.run(
+        [
+            {"id": "b", "tool": "boom"},
+            {"id": "l", "tool": "later"},
+            {"id": "r", "tool": "refuses"},
+            {"id": "w", "tool": "boom", "arguments": {"unexpected": 1}},
+        ]
+    )
+    b, later, r, wrong = (out.get(i) for i in "blrw")
+    assert b is not None and b.envelope["error"]["code"] == "internal_error"
+    assert "secret detail" not in b.envelope["error"]["message"]
+    assert b.detail is not None and "secret detail" in b.detail
+    assert later is not None and later.envelope == {"ok": True, "data": "awaited"}
+    assert r is not None and r.envelope["error"]["code"] == "not_found"
+    assert wrong is not None and wrong.envelope["error"]["code"] == "invalid_arguments"

@@ -245,3 +245,30 @@ def test_a_batch_whose_loop_is_closed_midway_still_finishes_on_the_runtime() -> 
     )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == [["c", "ok"]]
+
+
+async def test_batches_that_end_in_their_first_poll_queue_nothing_on_the_loop() -> None:
+    # A one-call batch is polled on the loop as it starts; a refused call, or a `def` handler
+    # run on the loop, ends it right there, before `run` awaits it, so awaiting it never turns
+    # the loop. Nothing may be queued on the loop per such batch, or a caller awaiting them
+    # back to back piles up callbacks (and all they hold) until the loop turns.
+    import gc
+
+    import tooljig
+
+    engine = tooljig.Engine()
+
+    @engine.tool(sync_to_thread=False)
+    def echo(x: int) -> int:
+        return x
+
+    def queued() -> int:
+        return sum(1 for o in gc.get_objects() if type(o).__name__ == "Handle")
+
+    before = queued()
+    for i in range(300):
+        refused = await engine.run([{"tool": "no_such_tool"}])
+        ran = await engine.run([{"tool": "echo", "arguments": {"x": i}}])
+        assert refused[0].envelope["error"]["code"] == "unknown_tool"
+        assert ran[0].envelope == {"ok": True, "data": i}
+    assert queued() - before < 30, f"{queued() - before} loop callbacks queued by 600 batches"

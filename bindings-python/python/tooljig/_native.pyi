@@ -94,6 +94,7 @@ class Engine:
         is_async: bool,
         present: tuple[Callable[[Any, ToolContext], Any], bool] | None = None,
         on_success: tuple[Callable[[Any, ToolContext], Any], bool] | None = None,
+        sync_to_thread: bool = True,
     ) -> None: ...
     def specs(self) -> list[dict[str, Any]]: ...
     def serve_mcp_http(
