@@ -521,10 +521,14 @@ class Engine(DurableRuns, McpEndpoints):
         options: dict[str, Any],
         events: bool,
     ) -> _native.Batch:
-        given = {"concurrency": concurrency, "deadline_ms": deadline_ms, "max_calls": max_calls}
-        opts = {k: v for k, v in given.items() if v is not None}
-        opts.update(options)
-        return self._native.start(list(calls), caller, opts, events)
+        opts: dict[str, Any] | None = None
+        # The common call sets no option: skip building and converting an empty dict.
+        if options or concurrency is not None or deadline_ms is not None or max_calls is not None:
+            given = {"concurrency": concurrency, "deadline_ms": deadline_ms, "max_calls": max_calls}
+            opts = {k: v for k, v in given.items() if v is not None}
+            opts.update(options)
+        batch = calls if type(calls) is list else list(calls)
+        return self._native.start(batch, caller, opts, events)
 
 
 class EventStream(NativeEventStream[Event, BatchResult]):
