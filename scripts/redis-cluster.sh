@@ -55,7 +55,9 @@ attempt() {
   mkdir -p "$dir"
   ports=()
   while [ "${#ports[@]}" -lt 3 ]; do
-    p=$((20000 + RANDOM % 9000))
+    # Below the kernel's ephemeral range (32768 and up here) with its bus port too: an
+    # outgoing connection holds its local port, which `free` cannot see and bind then fails on.
+    p=$((20000 + RANDOM % 2700))
     if free "$p" && [[ " ${ports[*]-} " != *" $p "* ]]; then ports+=("$p"); fi
   done
   for p in "${ports[@]}"; do
