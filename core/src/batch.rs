@@ -30,6 +30,12 @@ pub struct BatchOptions {
     /// Receives the batch's events as they happen.
     #[serde(skip)]
     pub events: Option<EventSender>,
+    /// Receives the handlers' progress reports alone ([`crate::Event::CallProgress`]), for a
+    /// listener that wants nothing else of the batch (an MCP client's progress
+    /// notifications): a batch whose handlers report nothing sends it nothing. `events`,
+    /// when set too, gets the reports as well.
+    #[serde(skip)]
+    pub progress: Option<EventSender>,
     /// Handed to the app code the batch runs (handlers as [`crate::ToolContext::host`], hooks,
     /// resolvers and predicates as their `host`): a binding's event loop.
     #[serde(skip)]

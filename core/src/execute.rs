@@ -144,14 +144,14 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
             host: job.host.clone(),
             run_id: d.run_id.clone(),
             app_key: d.idempotency_key.as_deref().map(Arc::from),
-            progress: match &job.events {
-                Some(events) => Progress::to_events(
-                    events.clone(),
+            progress: match (&job.events, &job.progress) {
+                (None, None) => Progress::default(),
+                (events, progress) => Progress::to_events(
+                    events.iter().chain(progress).cloned().collect(),
                     job.id.clone(),
                     job.tool.spec.name.clone(),
                     job.batch_start,
                 ),
-                None => Progress::default(),
             },
             tools: job.door.as_ref().and_then(|door| {
                 door.for_call(Calling {

@@ -35,6 +35,8 @@ pub struct Job {
     pub batch_start: Instant,
     /// Where events go, if anyone listens.
     pub events: Option<EventSender>,
+    /// Where progress reports alone go ([`crate::BatchOptions::progress`]).
+    pub progress: Option<EventSender>,
     /// Handed to app code (handlers, hooks, resolvers, predicates) as the binding's host.
     pub host: Option<HostData>,
     /// What its handler calls tools through, when its tool may (`may_call`).

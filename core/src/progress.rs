@@ -17,9 +17,9 @@ use std::time::Instant;
 #[derive(Clone, Default)]
 pub struct Progress(Option<Arc<Listener>>);
 
-/// Where a call's reports go.
+/// Where a call's reports go: a batch's event stream, its progress listener, or both.
 struct Listener {
-    events: EventSender,
+    sinks: Vec<EventSender>,
     call_id: Arc<str>,
     tool: String,
     batch_start: Instant,
@@ -36,15 +36,19 @@ impl std::fmt::Debug for Progress {
 }
 
 impl Progress {
-    /// Reports of the call `call_id` of `tool` to a batch's event stream.
+    /// Reports of the call `call_id` of `tool` to each of `sinks` (a batch's event stream,
+    /// its progress listener); unheard when there is none.
     pub fn to_events(
-        events: EventSender,
+        sinks: Vec<EventSender>,
         call_id: Arc<str>,
         tool: String,
         batch_start: Instant,
     ) -> Self {
+        if sinks.is_empty() {
+            return Progress(None);
+        }
         Progress(Some(Arc::new(Listener {
-            events,
+            sinks,
             call_id,
             tool,
             batch_start,
@@ -53,7 +57,9 @@ impl Progress {
 
     /// Whether anyone listens (a handler may skip working out what it would report).
     pub fn is_listened(&self) -> bool {
-        self.0.as_ref().is_some_and(|l| !l.events.is_closed())
+        self.0
+            .as_ref()
+            .is_some_and(|l| l.sinks.iter().any(|s| !s.is_closed()))
     }
 
     /// How far the call is: `fraction` of the work done (clamped to 0..=1; not a number is
@@ -72,14 +78,20 @@ impl Progress {
 
     fn send(&self, fraction: Option<f64>, message: Option<String>, output: Option<Value>) {
         if let Some(l) = &self.0 {
-            let _ = l.events.send(Event::CallProgress {
+            let event = Event::CallProgress {
                 at_us: l.batch_start.elapsed().as_micros() as u64,
                 call_id: l.call_id.to_string(),
                 tool: l.tool.clone(),
                 fraction,
                 message,
                 output,
-            });
+            };
+            if let [rest @ .., last] = &l.sinks[..] {
+                for sink in rest {
+                    let _ = sink.send(event.clone());
+                }
+                let _ = last.send(event);
+            }
         }
     }
 }
@@ -91,7 +103,7 @@ mod tests {
     #[test]
     fn reports_reach_the_events_clamped_and_nothing_is_sent_unheard() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let progress = Progress::to_events(tx, Arc::from("c1"), "t".into(), Instant::now());
+        let progress = Progress::to_events(vec![tx], Arc::from("c1"), "t".into(), Instant::now());
         assert!(progress.is_listened());
         progress.report(Some(1.5), Some("almost".into()));
         progress.report(Some(f64::NAN), None);
@@ -109,5 +121,23 @@ mod tests {
         let unheard = Progress::default();
         assert!(!unheard.is_listened());
         unheard.report(Some(0.5), None);
+        let none = Progress::to_events(Vec::new(), Arc::from("c1"), "t".into(), Instant::now());
+        assert!(!none.is_listened());
+    }
+
+    #[test]
+    fn each_sink_hears_every_report_and_one_open_sink_is_enough() {
+        let (a, mut heard_a) = tokio::sync::mpsc::unbounded_channel();
+        let (b, mut heard_b) = tokio::sync::mpsc::unbounded_channel();
+        let progress = Progress::to_events(vec![a, b], Arc::from("c1"), "t".into(), Instant::now());
+        progress.report(Some(0.25), Some("a quarter".into()));
+        assert!(
+            matches!(heard_a.try_recv(), Ok(Event::CallProgress { fraction: Some(f), .. }) if f == 0.25)
+        );
+        assert!(heard_b.try_recv().is_ok());
+        drop(heard_b);
+        assert!(progress.is_listened());
+        drop(heard_a);
+        assert!(!progress.is_listened());
     }
 }

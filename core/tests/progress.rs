@@ -50,6 +50,18 @@ fn engine(audit: Arc<MemoryAudit>) -> Arc<Engine> {
             }),
         ))
         .unwrap();
+    // Reports, waits, reports again: its batch is still running when the first is heard.
+    engine
+        .register(Tool::new(
+            spec("slow"),
+            handler_fn(|_args, ctx| async move {
+                ctx.progress.report(Some(0.5), Some("half".into()));
+                tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+                ctx.progress.report(Some(1.0), Some("done".into()));
+                Ok(json!([1, 2, 3]))
+            }),
+        ))
+        .unwrap();
     engine
 }
 
@@ -58,8 +70,10 @@ async fn reports_reach_the_events_and_only_the_result_is_checked_and_audited() {
     let audit = Arc::new(MemoryAudit::new());
     let engine = engine(audit.clone());
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (progress_tx, progress_rx) = tokio::sync::mpsc::unbounded_channel();
     let options = BatchOptions {
         events: Some(tx),
+        progress: Some(progress_tx),
         ..Default::default()
     };
     let calls = vec![
@@ -97,6 +111,14 @@ async fn reports_reach_the_events_and_only_the_result_is_checked_and_audited() {
     assert_eq!(a[3], (None, None, Some(json!([1]))));
     let b: Vec<Value> = progress("b").into_iter().filter_map(|p| p.2).collect();
     assert_eq!(b, [json!([1]), json!([1, 2]), json!([1, 2, 3])]);
+    // The progress listener hears the reports and nothing else of the batch.
+    let reports = tokio_stream_of(progress_rx).await;
+    let in_events: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::CallProgress { .. }))
+        .collect();
+    assert_eq!(reports.len(), 7);
+    assert_eq!(reports.iter().collect::<Vec<_>>(), in_events);
     // Each progress event comes before its call's result.
     let finished = events
         .iter()
@@ -193,6 +215,33 @@ async fn an_mcp_client_that_asks_hears_progress_before_the_result() {
         notes
             .windows(2)
             .all(|w| w[0].progress_token == w[1].progress_token)
+    );
+    // A handler still running after its first report: the reports are forwarded while it
+    // runs, all before the result.
+    heard.0.lock().unwrap().clear();
+    let slow = client
+        .peer()
+        .call_tool(CallToolRequestParams::new("slow"))
+        .await
+        .unwrap();
+    assert_eq!(slow.is_error, Some(false));
+    for _ in 0..200 {
+        if heard.0.lock().unwrap().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let mut slow_notes: Vec<(f64, Option<String>)> = heard
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|n| (n.progress, n.message.clone()))
+        .collect();
+    slow_notes.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(
+        slow_notes,
+        [(0.5, Some("half".into())), (1.0, Some("done".into()))]
     );
     // A client that did not ask hears nothing.
     heard.0.lock().unwrap().clear();

@@ -293,6 +293,7 @@ impl Engine {
         let mut options = record.options.clone();
         options.cancel = live.cancel;
         options.events = live.events;
+        options.progress = live.progress;
         options.host = live.host;
         // The run's own trace when it has one, else the resumer's.
         options.traceparent = options.traceparent.or(live.traceparent);

@@ -1,76 +1,131 @@
 //! MCP progress notifications: a `tools/call` whose client sent a `progressToken` hears the
 //! handler's progress reports (`ctx.progress`) as `notifications/progress`.
 
-use crate::events::{Event, EventSender};
-use rmcp::RoleServer;
-use rmcp::model::ProgressNotificationParam;
+use crate::batch::BatchOptions;
+use crate::events::Event;
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer};
+use std::future::Future;
+use tokio::sync::mpsc::UnboundedReceiver;
 
-/// Progress of one `tools/call` for a client that asked for it (a `progressToken` in the
-/// request's `_meta`): the batch's progress reports go to the client as
-/// `notifications/progress` (`progress` never decreasing, `total` 1 once a fraction was
-/// reported). Partial outputs have no MCP form and stay in the app.
-pub(super) struct ProgressForwarder {
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl ProgressForwarder {
-    /// The batch's event sender and the forwarder, when the client asked for progress.
-    pub(super) fn start(
-        context: &RequestContext<RoleServer>,
-    ) -> Option<(EventSender, ProgressForwarder)> {
-        let token = context.meta.get_progress_token()?;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
-        let peer = context.peer.clone();
-        let task = tokio::spawn(async move {
-            let mut done = 0.0_f64;
-            let mut total = None;
-            let mut stopping = false;
-            loop {
-                // After the batch: what is queued still goes, then no more (a handler may
-                // keep a clone of its reporter past its result).
-                let event = if stopping {
-                    rx.try_recv().ok()
-                } else {
-                    tokio::select! {
-                        biased;
-                        event = rx.recv() => event,
-                        _ = &mut stopped => {
-                            stopping = true;
-                            continue;
-                        }
-                    }
-                };
-                let Some(event) = event else { return };
-                let Event::CallProgress {
-                    fraction, message, ..
-                } = event
-                else {
-                    continue;
-                };
-                if fraction.is_none() && message.is_none() {
-                    continue;
-                }
-                if let Some(f) = fraction {
-                    done = done.max(f);
-                    total = Some(1.0);
-                }
-                let mut note = ProgressNotificationParam::new(token.clone(), done);
-                note.total = total;
-                note.message = message;
-                if peer.notify_progress(note).await.is_err() {
-                    return;
+/// Runs one `tools/call`'s batch (`run` with `options`), its progress reports going to the
+/// client when it asked for them (a `progressToken` in the request's `_meta`). Every
+/// notification precedes the call's response.
+///
+/// Some clients (rmcp's among them) send a token with every request, and most handlers report
+/// nothing: the batch's progress listener alone is taken, not its event stream, and a task
+/// to forward reports starts with the first one, so a call that reports nothing costs
+/// neither a task nor a wake-up.
+pub(super) async fn with_progress<F, Fut>(
+    context: &RequestContext<RoleServer>,
+    mut options: BatchOptions,
+    run: F,
+) -> Fut::Output
+where
+    F: FnOnce(BatchOptions) -> Fut,
+    Fut: Future,
+{
+    let Some(token) = context.meta.get_progress_token() else {
+        return run(options).await;
+    };
+    let (tx, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    options.progress = Some(tx);
+    let mut notes = Notes::new(token);
+    let run = run(options);
+    tokio::pin!(run);
+    let first = tokio::select! {
+        biased;
+        out = &mut run => {
+            while let Ok(event) = reports.try_recv() {
+                if !notes.send(&context.peer, event).await {
+                    break;
                 }
             }
-        });
-        Some((tx, ProgressForwarder { stop, task }))
+            return out;
+        }
+        Some(event) = reports.recv() => event,
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let forwarder = tokio::spawn(forward(
+        context.peer.clone(),
+        notes,
+        first,
+        reports,
+        stopped,
+    ));
+    let out = run.await;
+    let _ = stop.send(());
+    let _ = forwarder.await;
+    out
+}
+
+/// Sends reports as they come until told to stop, then what is still queued, then no more (a
+/// handler may keep a clone of its reporter past its result).
+async fn forward(
+    peer: Peer<RoleServer>,
+    mut notes: Notes,
+    first: Event,
+    mut reports: UnboundedReceiver<Event>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mut next = Some(first);
+    let mut stopping = false;
+    loop {
+        let Some(event) = next.take() else { return };
+        if !notes.send(&peer, event).await {
+            return;
+        }
+        next = if stopping {
+            reports.try_recv().ok()
+        } else {
+            tokio::select! {
+                biased;
+                event = reports.recv() => event,
+                _ = &mut stopped => {
+                    stopping = true;
+                    reports.try_recv().ok()
+                }
+            }
+        };
+    }
+}
+
+/// One call's progress as the client sees it: `progress` never decreasing, `total` 1 once a
+/// fraction was reported. Partial outputs have no MCP form and stay in the app.
+struct Notes {
+    token: ProgressToken,
+    done: f64,
+    total: Option<f64>,
+}
+
+impl Notes {
+    fn new(token: ProgressToken) -> Self {
+        Notes {
+            token,
+            done: 0.0,
+            total: None,
+        }
     }
 
-    /// Sends what is queued and ends, so every notification precedes the call's response.
-    pub(super) async fn finish(self) {
-        let _ = self.stop.send(());
-        let _ = self.task.await;
+    /// Sends the notification a report makes, if any; false once the client is gone.
+    async fn send(&mut self, peer: &Peer<RoleServer>, event: Event) -> bool {
+        let Event::CallProgress {
+            fraction, message, ..
+        } = event
+        else {
+            return true;
+        };
+        if fraction.is_none() && message.is_none() {
+            return true;
+        }
+        if let Some(f) = fraction {
+            self.done = self.done.max(f);
+            self.total = Some(1.0);
+        }
+        let mut note = ProgressNotificationParam::new(self.token.clone(), self.done);
+        note.total = self.total;
+        note.message = message;
+        peer.notify_progress(note).await.is_ok()
     }
 }

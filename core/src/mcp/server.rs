@@ -1,6 +1,7 @@
 //! An engine's tools as an MCP server, over stdio, any reader/writer pair, or Streamable HTTP.
 
 use super::options::McpServeOptions;
+use super::progress::with_progress;
 use super::{McpError, elicit, wire};
 use crate::batch::BatchOptions;
 use crate::call::{Call, CallResult, CallStatus};
@@ -307,22 +308,23 @@ impl Session {
         context: &RequestContext<RoleServer>,
     ) -> Envelope {
         let engine = &self.shared.engine;
-        let caller = self.caller(context);
+        let mut caller = self.caller(context);
         let ask = self.shared.options.elicitation && elicit::supported(&context.peer);
         let id = format!("mcp-{}", context.id);
         let mut asked = 0;
         loop {
-            let call = Call::new(id.clone(), tool, arguments.clone());
-            let mut options = self.batch_options(context);
-            let progress =
-                super::progress::ProgressForwarder::start(context).map(|(events, forwarder)| {
-                    options.events = Some(events);
-                    forwarder
-                });
-            let out = engine.run(vec![call], caller.clone(), options).await;
-            if let Some(progress) = progress {
-                progress.finish().await;
-            }
+            // Kept for another round only when the client may be asked.
+            let (arguments_now, caller_now) = if ask {
+                (arguments.clone(), caller.clone())
+            } else {
+                (std::mem::take(&mut arguments), std::mem::take(&mut caller))
+            };
+            let call = Call::new(id.clone(), tool, arguments_now);
+            let options = self.batch_options(context);
+            let out = with_progress(context, options, |options| {
+                engine.run(vec![call], caller_now, options)
+            })
+            .await;
             let run_id = out.run_id.clone();
             let Some(result) = out.results.into_iter().next() else {
                 return Envelope::error(
