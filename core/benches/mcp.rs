@@ -7,11 +7,13 @@
 //!
 //! The bare server answers `tools/call` with an empty text result and nothing else. tooljig's
 //! runs the whole path of one call: bearer-token auth per HTTP request, the caller's scopes,
-//! schema validation, a rate limit, audit to memory, the envelope as the result.
+//! schema validation, a rate limit, audit to memory (records chained, then forwarded), the
+//! envelope as the result.
 //!
 //! The servers take turns in short slices, so drift of the shared host weighs on each alike.
 //! Run with `cargo bench -p tooljig --bench mcp` (`TOOLJIG_BENCH_MCP=http` or `=pipe` runs one
-//! part, with one client, for a profiler); figures go to `BENCHMARKS.md`.
+//! part, with one client, for a profiler, and `TOOLJIG_BENCH_SERVER=0|1|2` then loads one
+//! server alone); figures go to `BENCHMARKS.md`.
 
 mod support;
 
@@ -76,8 +78,22 @@ fn plain_engine() -> Arc<Engine> {
 }
 
 /// The no-op tool behind every guardrail a call can pass: auth is the server's part.
+///
+/// Its audit log is in memory, emptied ten times a second the way an app that forwards the
+/// records elsewhere would: records are still built and chained one by one, but a log that
+/// only grew would have the bench measure the kernel handing it fresh pages (a quarter of
+/// the guarded call's time in a profile).
 fn guarded_engine() -> Arc<Engine> {
-    let audited = Engine::new().with_audit(Arc::new(MemoryAudit::new()));
+    let audit = Arc::new(MemoryAudit::new());
+    let forwarded = Arc::downgrade(&audit);
+    tokio::spawn(async move {
+        while let Some(audit) = forwarded.upgrade() {
+            audit.with_records(|records| records.clear());
+            drop(audit);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let audited = Engine::new().with_audit(audit);
     let limit = json!({"max": 1_000_000_000u64, "per_ms": 1000, "scope": "principal"});
     noop_in(
         audited,
@@ -161,6 +177,18 @@ async fn run_for(peers: &[rmcp::Peer<RoleClient>], span: Duration) -> Vec<Durati
 /// Measures each group of peers (one loop per peer) in interleaved slices, so that drift of
 /// the shared host over the run weighs on every server alike: calls/s, p50, p99 per group.
 async fn measure(groups: &[Vec<rmcp::Peer<RoleClient>>]) -> Vec<(f64, Duration, Duration)> {
+    // `TOOLJIG_BENCH_SERVER=0|1|2` (bare, no guardrails, guarded) loads that server alone for
+    // a few seconds, for a profiler to attribute what it sees to one server.
+    if let Some(g) = std::env::var("TOOLJIG_BENCH_SERVER")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .filter(|&g| g < groups.len())
+    {
+        let span = SLICE * ROUNDS as u32;
+        let calls = run_for(&groups[g], span).await.len();
+        println!("server {g} alone: {:.0} calls/s", calls as f64 / span.as_secs_f64());
+        std::process::exit(0);
+    }
     for peers in groups {
         run_for(peers, WARMUP).await;
     }
