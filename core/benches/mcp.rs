@@ -186,7 +186,10 @@ async fn measure(groups: &[Vec<rmcp::Peer<RoleClient>>]) -> Vec<(f64, Duration, 
     {
         let span = SLICE * ROUNDS as u32;
         let calls = run_for(&groups[g], span).await.len();
-        println!("server {g} alone: {:.0} calls/s", calls as f64 / span.as_secs_f64());
+        println!(
+            "server {g} alone: {:.0} calls/s",
+            calls as f64 / span.as_secs_f64()
+        );
         std::process::exit(0);
     }
     for peers in groups {
