@@ -154,6 +154,31 @@ async fn tokio_stream_of(mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>) ->
 #[derive(Clone, Default)]
 struct Listening(Arc<Mutex<Vec<ProgressNotificationParam>>>);
 
+impl Listening {
+    /// Forgets what was heard, then calls `tool`, which must succeed.
+    async fn call_afresh(&self, peer: &rmcp::Peer<RoleClient>, tool: &'static str) {
+        self.0.lock().unwrap().clear();
+        let out = peer
+            .call_tool(CallToolRequestParams::new(tool))
+            .await
+            .unwrap();
+        assert_eq!(out.is_error, Some(false), "{tool}: {out:?}");
+    }
+
+    /// What was heard, once it is `n` notifications or two seconds have passed: rmcp's client
+    /// hands each notification to its own task, so they may be heard out of order, and the
+    /// last may still be on its way when the result is.
+    async fn at_least(&self, n: usize) -> Vec<ProgressNotificationParam> {
+        for _ in 0..200 {
+            if self.0.lock().unwrap().len() >= n {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        self.0.lock().unwrap().clone()
+    }
+}
+
 impl ClientHandler for Listening {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
@@ -192,15 +217,7 @@ async fn an_mcp_client_that_asks_hears_progress_before_the_result() {
     params.meta = Some(meta);
     let result = client.peer().call_tool(params).await.unwrap();
     assert_eq!(result.is_error, Some(false));
-    // rmcp's client hands each notification to its own task, so they may be heard out of
-    // order, and the last one may still be on its way when the result is: wait for it.
-    for _ in 0..200 {
-        if heard.0.lock().unwrap().len() >= 3 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    let notes = heard.0.lock().unwrap().clone();
+    let notes = heard.at_least(3).await;
     // What each carries shows they were sent in order, never decreasing.
     let mut seen: Vec<(f64, Option<f64>, Option<String>)> = notes
         .iter()
@@ -218,23 +235,10 @@ async fn an_mcp_client_that_asks_hears_progress_before_the_result() {
     );
     // A handler still running after its first report: the reports are forwarded while it
     // runs, all before the result.
-    heard.0.lock().unwrap().clear();
-    let slow = client
-        .peer()
-        .call_tool(CallToolRequestParams::new("slow"))
-        .await
-        .unwrap();
-    assert_eq!(slow.is_error, Some(false));
-    for _ in 0..200 {
-        if heard.0.lock().unwrap().len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    heard.call_afresh(client.peer(), "slow").await;
     let mut slow_notes: Vec<(f64, Option<String>)> = heard
-        .0
-        .lock()
-        .unwrap()
+        .at_least(2)
+        .await
         .iter()
         .map(|n| (n.progress, n.message.clone()))
         .collect();
@@ -244,13 +248,7 @@ async fn an_mcp_client_that_asks_hears_progress_before_the_result() {
         [(0.5, Some("half".into())), (1.0, Some("done".into()))]
     );
     // A client that did not ask hears nothing.
-    heard.0.lock().unwrap().clear();
-    let plain = client
-        .peer()
-        .call_tool(CallToolRequestParams::new("stream"))
-        .await
-        .unwrap();
-    assert_eq!(plain.is_error, Some(false));
+    heard.call_afresh(client.peer(), "stream").await;
     assert!(heard.0.lock().unwrap().is_empty());
     client.cancel().await.unwrap();
     server.stop().await;
