@@ -160,30 +160,10 @@ fn run_sync(
         Ok(value) => slot.finish(outcome::from_value(&value)),
         Err(e) => {
             if e.is_instance_of::<PyKeyboardInterrupt>(py) {
-                interrupt_main(py);
+                crate::interrupt::interrupt_main(py);
             }
             slot.finish(Err(outcome::from_error(py, &e)));
         }
-    }
-}
-
-/// Passes a `KeyboardInterrupt` raised on a worker thread on to the main thread, as if Ctrl-C
-/// had been pressed: only the main thread handles SIGINT. A real signal (not just
-/// `_thread.interrupt_main`) so that a main thread waiting in `select` wakes up at once.
-pub(crate) fn interrupt_main(py: Python<'_>) {
-    let sent = (|| -> PyResult<()> {
-        let signal = py.import("signal")?;
-        let main = py.import("threading")?.call_method0("main_thread")?;
-        signal.call_method1(
-            "pthread_kill",
-            (main.getattr("ident")?, signal.getattr("SIGINT")?),
-        )?;
-        Ok(())
-    })();
-    if sent.is_err() {
-        let _ = py
-            .import("_thread")
-            .and_then(|t| t.call_method0("interrupt_main"));
     }
 }
 

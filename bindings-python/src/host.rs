@@ -368,7 +368,7 @@ impl BatchHost {
                 drop(state);
                 if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
                     // Ctrl-C in a handler on the loop: the app's, not the call's to swallow.
-                    crate::handler::interrupt_main(py);
+                    crate::interrupt::interrupt_main(py);
                 }
                 slot.finish(Err(outcome::from_error(py, &e)));
                 return Ok(());

@@ -25,6 +25,7 @@ pub mod handler;
 pub mod host;
 pub mod imports;
 pub mod inbox;
+pub mod interrupt;
 #[cfg(unix)]
 pub mod loop_waker;
 pub mod mcp;
