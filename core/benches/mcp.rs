@@ -3,7 +3,9 @@
 //!
 //! - Streamable HTTP (axum + rmcp's session manager for both), with 1 and 32 clients, each its
 //!   own session, calling a no-op tool in a loop;
-//! - stdio-like: one connection over an in-process pipe, with 1 and 32 calls in flight.
+//! - stdio: each server a child process (this bench run with `--serve-stdio`) that rmcp's
+//!   client talks to over its stdin and stdout, with 1 and 32 calls in flight;
+//! - an in-process pipe: stdio without the processes, the same loads.
 //!
 //! The bare server answers `tools/call` with an empty text result and nothing else. tooljig's
 //! runs the whole path of one call: bearer-token auth per HTTP request, the caller's scopes,
@@ -11,8 +13,8 @@
 //! envelope as the result.
 //!
 //! The servers take turns in short slices, so drift of the shared host weighs on each alike.
-//! Run with `cargo bench -p tooljig --bench mcp` (`TOOLJIG_BENCH_MCP=http` or `=pipe` runs one
-//! part, with one client, for a profiler, and `TOOLJIG_BENCH_SERVER=0|1|2` then loads one
+//! Run with `cargo bench -p tooljig --bench mcp` (`TOOLJIG_BENCH_MCP=http`, `=stdio` or `=pipe`
+//! runs one part, with one client, for a profiler, and `TOOLJIG_BENCH_SERVER=0|1|2` then loads one
 //! server alone); figures go to `BENCHMARKS.md`.
 
 mod support;
@@ -233,13 +235,8 @@ fn row(
 
 async fn http(clients: usize) {
     let (bare_url, bare_stop) = serve_bare().await;
-    let bench = Caller {
-        principal: Some("bench".into()),
-        scopes: vec!["bench".into()],
-        ..Caller::default()
-    };
     let options = McpServeOptions {
-        tokens: HashMap::from([("bench-token".into(), bench)]),
+        tokens: HashMap::from([("bench-token".into(), bench_caller())]),
         ..McpServeOptions::default()
     };
     let guarded = McpServer::new(guarded_engine(), options);
@@ -292,11 +289,7 @@ async fn pipe(inflight: usize) {
     let (r, w) = tokio::io::split(client_side);
     let bare = ().serve((r, w)).await.expect("connects");
     let options = McpServeOptions {
-        caller: Caller {
-            principal: Some("bench".into()),
-            scopes: vec!["bench".into()],
-            ..Caller::default()
-        },
+        caller: bench_caller(),
         ..McpServeOptions::default()
     };
     let unguarded = serve_pipe(McpServer::new(plain_engine(), options.clone())).await;
@@ -312,6 +305,78 @@ async fn pipe(inflight: usize) {
     row(pipe, "tooljig, guarded", inflight, g, Some(base));
     for client in [bare, unguarded, guarded] {
         let _ = client.cancel().await;
+    }
+}
+
+/// The three servers, each a child process serving over its stdin and stdout: what an MCP
+/// client that starts a server command gets.
+async fn stdio(inflight: usize) {
+    let mut clients = Vec::new();
+    for server in ["bare", "plain", "guarded"] {
+        let exe = std::env::current_exe().expect("the bench's own path");
+        let mut command = tokio::process::Command::new(exe);
+        command.args(["--bench", "--serve-stdio", server]);
+        let (child, _) = rmcp::transport::TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("the server starts");
+        clients.push(().serve(child).await.expect("connects"));
+    }
+    let groups: Vec<_> = clients
+        .iter()
+        .map(|c| vec![c.peer().clone(); inflight])
+        .collect();
+    let [b, u, g] = measure(&groups).await[..] else {
+        unreachable!("three groups")
+    };
+    let stdio = "stdio (child process)";
+    let base = row(stdio, "bare rmcp", inflight, b, None);
+    row(stdio, "tooljig, no guardrails", inflight, u, Some(base));
+    row(stdio, "tooljig, guarded", inflight, g, Some(base));
+    for client in clients {
+        let _ = client.cancel().await;
+    }
+}
+
+/// A child's side of [`stdio`]: serves one server over this process's stdin and stdout until
+/// the bench closes them.
+async fn serve_stdio(server: &str) {
+    let options = McpServeOptions {
+        caller: bench_caller(),
+        ..McpServeOptions::default()
+    };
+    let served = match server {
+        "bare" => {
+            let (r, w) = rmcp::transport::io::stdio();
+            match Bare.serve((r, w)).await {
+                Ok(running) => running
+                    .waiting()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+        "plain" => McpServer::new(plain_engine(), options)
+            .serve_stdio()
+            .await
+            .map_err(|e| e.to_string()),
+        _ => McpServer::new(guarded_engine(), options)
+            .serve_stdio()
+            .await
+            .map_err(|e| e.to_string()),
+    };
+    if let Err(e) = served {
+        eprintln!("the {server} server stopped: {e}");
+    }
+}
+
+/// Who the bench calls as: the guarded tool's scope.
+fn bench_caller() -> Caller {
+    Caller {
+        principal: Some("bench".into()),
+        scopes: vec!["bench".into()],
+        ..Caller::default()
     }
 }
 
@@ -333,19 +398,32 @@ fn main() {
     }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = support::runtime();
+    // A child of `stdio`: its stdout is the MCP channel, so nothing else may be printed there.
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--serve-stdio") {
+        let server = args.get(at + 1).cloned().unwrap_or_default();
+        rt.block_on(serve_stdio(&server));
+        return;
+    }
     println!("| transport | server | clients / in flight | calls/s | p50 µs | p99 µs | of bare |");
     println!("|---|---|---|---|---|---|---|");
-    // `TOOLJIG_BENCH_MCP=http` or `=pipe` runs one part (for a profiler).
+    // `TOOLJIG_BENCH_MCP=http`, `=stdio` or `=pipe` runs one part (for a profiler).
     let only = std::env::var("TOOLJIG_BENCH_MCP").unwrap_or_default();
     rt.block_on(async {
         if only == "pipe" {
             return pipe(1).await;
+        }
+        if only == "stdio" {
+            return stdio(1).await;
         }
         if only == "http" {
             return http(1).await;
         }
         for clients in [1, 32] {
             http(clients).await;
+        }
+        for inflight in [1, 32] {
+            stdio(inflight).await;
         }
         for inflight in [1, 32] {
             pipe(inflight).await;
