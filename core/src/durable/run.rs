@@ -57,6 +57,7 @@ static NOTHING_EARLIER: std::sync::LazyLock<Arc<Earlier>> =
 
 impl Pass {
     fn new(shared: Arc<Durable>, run_id: Arc<str>, calls: &[Call], claims: bool) -> Self {
+        // Looked over first: even an empty map costs a one-call batch ~1% (its hasher's seed).
         let keys = calls.iter().any(|c| c.idempotency_key.is_some()).then(|| {
             let keys = calls
                 .iter()
