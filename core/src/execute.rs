@@ -145,6 +145,7 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
             run_id: d.run_id.clone(),
             app_key: d.idempotency_key.as_deref().map(Arc::from),
             progress: match (&job.events, &job.progress) {
+                // Unheard without cloning the tool's name: the common case, on every call.
                 (None, None) => Progress::default(),
                 (events, progress) => Progress::to_events(
                     events.iter().chain(progress).cloned().collect(),
