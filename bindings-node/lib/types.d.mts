@@ -127,7 +127,10 @@ export interface Caller {
 /** Options of one batch. */
 export interface RunOptions {
   caller?: Caller
-  /** Most calls running at once (default 256). */
+  /**
+   * Most calls running the app's code (hooks, resolvers, handlers) at once (default 256). A
+   * call waiting for the state store gives its place up meanwhile, except in an atomic batch.
+   */
   concurrency?: number
   /** Wall-time budget of the whole batch. */
   deadlineMs?: number

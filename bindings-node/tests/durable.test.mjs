@@ -362,3 +362,39 @@ test('an edit passes every guard again: over the policy hook it is refused, a hi
   assert.deepEqual(byId(await engine.resume(second.runId), 't').envelope, { ok: true, data: { amount: 400, account: 'alice' } })
   assert.deepEqual(ran, [{ amount: 400, account: 'alice' }])
 })
+
+test('concurrency bounds the handlers while calls wait for the store together (docs/deployment.md)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tooljig-places-'))
+  try {
+    const engine = new Engine({ stateStore: `sqlite://${join(dir, 'state.db')}` })
+    let running = 0
+    let most = 0
+    const ran = []
+    engine.register(
+      'pay',
+      tool({
+        execute: async (a) => {
+          most = Math.max(most, ++running)
+          await new Promise((r) => setTimeout(r, 2))
+          running--
+          ran.push(a.n)
+          return { paid: a.n }
+        },
+      }),
+      { idempotency: { mode: 'arguments' } },
+    )
+    const calls = Array.from({ length: 60 }, (_, n) => ({ id: `c${n}`, tool: 'pay', arguments: { n } }))
+    const out = await engine.run(calls, { caller: alice, concurrency: 3 })
+    assert.deepEqual(
+      out.results.map((r) => r.envelope),
+      calls.map((_, n) => ({ ok: true, data: { paid: n } })),
+    )
+    assert.ok(most >= 1 && most <= 3, `${most} handlers at once`)
+    assert.deepEqual([...ran].sort((a, b) => a - b), calls.map((_, n) => n))
+    const again = await engine.run(calls, { caller: alice, concurrency: 3 })
+    assert.ok(again.results.every((r) => r.replayed))
+    assert.equal(ran.length, 60)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -446,3 +446,30 @@ async def test_ctx_idempotency_key_is_stable_for_a_call_and_effect_class_is_a_po
     assert [s["policy"].get("effect_class") for s in engine.specs()] == ["idempotent"]
     with pytest.raises(tooljig.RegistrationError):
         engine.register("bad", "Bad.", None, pay, effect_class="sometimes")
+
+
+async def test_concurrency_bounds_the_handlers_while_calls_wait_for_the_store_together(tmp_path: Path) -> None:
+    """docs/deployment.md, "A batch and its store": a call waiting for its idempotency claim
+    gives its place up, yet never more than ``concurrency`` handlers run at once, each call
+    runs once, and the same batch again replays every call."""
+    engine = tooljig.Engine(state_store=f"sqlite://{tmp_path / 'state.db'}")
+    running, most, ran = 0, 0, []
+
+    async def pay(args: dict[str, Any], ctx: tooljig.ToolContext) -> dict[str, Any]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.002)
+        running -= 1
+        ran.append(args["n"])
+        return {"paid": args["n"]}
+
+    engine.register("pay", "Pays.", {"type": "object", "properties": {"n": {"type": "integer"}}}, pay,
+                    idempotency={"mode": "arguments"})
+    calls = [{"id": f"c{n}", "tool": "pay", "arguments": {"n": n}} for n in range(60)]
+    out = await engine.run(calls, caller=ALICE, concurrency=3)
+    assert [r.envelope for r in out.results] == [{"ok": True, "data": {"paid": n}} for n in range(60)]
+    assert 1 <= most <= 3, f"{most} handlers at once"
+    assert sorted(ran) == list(range(60))
+    again = await engine.run(calls, caller=ALICE, concurrency=3)
+    assert all(r.replayed for r in again.results) and len(ran) == 60

@@ -18,7 +18,9 @@ pub type HostData = Arc<dyn std::any::Any + Send + Sync>;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BatchOptions {
-    /// Most calls running at once (default 256).
+    /// Most calls running the app's code (hooks, resolvers, handlers) at once (default 256).
+    /// A call waiting for the state store gives its place up meanwhile, except in an atomic
+    /// batch, where a call holds it from start to end (docs/deployment.md).
     pub concurrency: Option<usize>,
     /// Wall-time budget of the whole batch, in milliseconds.
     pub deadline_ms: Option<u64>,

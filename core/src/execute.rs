@@ -18,6 +18,7 @@ use crate::job::Job;
 use crate::model_output::Presenter;
 use crate::on_success;
 use crate::output::check_output;
+use crate::place::Place;
 use crate::progress::Progress;
 use crate::schema::arguments_envelope;
 use crate::tool_calls::Calling;
@@ -36,13 +37,16 @@ pub async fn run_audited(
     job: Job,
     guards: Arc<Guards>,
     durable: CallDurable,
+    place: &mut Place,
 ) -> (CallResult, Option<AuditEntry>) {
     let presenter = Presenter::of(&job);
     let audited = guards
         .audits()
         .then(|| (job.caller.clone(), job.tool.clone()));
-    let mut result = run_job(job, &guards, &durable).await;
+    let mut result = run_job(job, &guards, &durable, place).await;
     if let Some(presenter) = presenter {
+        // It may run the app's `to_model_output`.
+        place.step_in().await;
         presenter.present(&durable.run_id, &mut result).await;
     }
     let Some((caller, tool)) = audited else {
@@ -52,8 +56,14 @@ pub async fn run_audited(
     (result, record)
 }
 
-/// Runs one call through the rest of its path and returns its result.
-pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResult {
+/// Runs one call through the rest of its path and returns its result. The call holds
+/// `place` while the app's code runs for it, and gives it up while it waits for the store.
+pub async fn run_job(
+    mut job: Job,
+    guards: &Guards,
+    d: &CallDurable,
+    place: &mut Place,
+) -> CallResult {
     let mut result = CallResult::refused(
         job.id.as_ref(),
         job.tool.spec.name.clone(),
@@ -104,20 +114,21 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
     // Steps 7 (idempotency) and 8 (approval): see durable/mod.rs.
     // Boxed: its future is most of a call's state (≈2 KB of ≈3 KB), and every spawn moved it
     // by value; the engine benchmark showed the copies at a fifth of the per-call time.
-    let guarded = Box::pin(durable::before(d, &mut job, &mut result)).await;
+    let guarded = Box::pin(durable::before(d, &mut job, &mut result, place)).await;
     if !guarded.proceed {
         result.finished_us = job.since_start();
         result.arguments = Some(job.arguments);
-        durable::after(d, guarded, &mut result).await;
+        durable::after(d, guarded, &mut result, place).await;
         return result;
     }
+    place.step_in().await;
 
     // Step 9: execute, or hand over to whoever runs client-side tools.
     let Some(handler) = job.tool.handler.clone() else {
         durable::external::park(d, &job, &mut result).await;
         result.finished_us = job.since_start();
         result.arguments = Some(job.arguments);
-        durable::after(d, guarded, &mut result).await;
+        durable::after(d, guarded, &mut result, place).await;
         return result;
     };
     let policy = &job.tool.spec.policy;
@@ -234,10 +245,11 @@ pub async fn run_job(mut job: Job, guards: &Guards, d: &CallDurable) -> CallResu
     }
     result.finished_us = job.since_start();
     result.arguments = Some(job.arguments);
-    durable::after(d, guarded, &mut result).await;
+    durable::after(d, guarded, &mut result, place).await;
     guard::cache_store(guards, cache_slot, &result).await;
     // Once the result is recorded, so a duplicate replays it instead of running this again.
     if let Some(site) = follow_up {
+        place.step_in().await;
         on_success::follow(site, &d.run_id, &mut result).await;
     }
     // Step 11: audit (the caller, `run_audited`, builds the record) and compensations

@@ -56,6 +56,7 @@ pub(crate) mod on_success;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod output;
+pub mod place;
 pub mod plan;
 #[cfg(feature = "postgres")]
 mod postgres;

@@ -445,6 +445,9 @@ class Engine(DurableRuns, McpEndpoints):
         when registered with ``sync_to_thread=False``). Cancelling the
         awaiting task (``asyncio.wait_for``, Ctrl-C under ``asyncio.run``) cancels the batch:
         running async handlers get ``CancelledError``.
+
+        ``concurrency`` (default 256) bounds the calls running the app's code at once; a call
+        waiting for the state store gives its place up meanwhile, except in an atomic batch.
         """
         batch = self._start(calls, caller, concurrency, deadline_ms, max_calls, options, False)
         result: BatchResult = await batch.result

@@ -117,6 +117,22 @@ impl Decision {
     }
 }
 
+/// Whether [`needs_approval`] may say yes for a call under `policy`, whatever its arguments.
+pub fn may_require(policy: &Policy, rules: &ApprovalRules, has_predicate: bool) -> bool {
+    match policy.approval.required {
+        ApprovalRequirement::Never => false,
+        ApprovalRequirement::Always => true,
+        ApprovalRequirement::Auto => {
+            has_predicate || rules.min_risk.is_some_and(|min| policy.risk >= min)
+        }
+    }
+}
+
+/// Whether [`needs_approval`] runs the app's predicate for a call under `policy`.
+pub fn asks_the_app(policy: &Policy, has_predicate: bool) -> bool {
+    has_predicate && policy.approval.required == ApprovalRequirement::Auto
+}
+
 /// Whether a call needs approval under the tool's policy and the engine's rules; `host` goes
 /// to the app's predicate. The second value says why, when the predicate failed (closed).
 pub async fn needs_approval(

@@ -29,6 +29,7 @@ use crate::digest::hash_value;
 use crate::envelope::{Envelope, ToolError};
 use crate::handler::Handler;
 use crate::job::Job;
+use crate::place::Place;
 use crate::policy::{ApprovalRules, EffectClass};
 use approval::{ApprovalPredicate, ApprovalQuery, ApprovalRecord};
 use idempotency::{Claim, Outcome};
@@ -143,9 +144,16 @@ fn refuse(result: &mut CallResult, e: ToolError) {
 /// for approval or apply a decision, then claim its idempotency key. When the returned
 /// guard does not `proceed`, the call is settled without running and `result` says why;
 /// either way, hand the guard to [`after`] once the result is final.
-pub async fn before(d: &CallDurable, job: &mut Job, result: &mut CallResult) -> Guarded {
+/// While it waits for the store, the call gives its `place` up (see `place.rs`); it may
+/// return without one.
+pub async fn before(
+    d: &CallDurable,
+    job: &mut Job,
+    result: &mut CallResult,
+    place: &mut Place,
+) -> Guarded {
     let mut guarded = Guarded::default();
-    guarded.proceed = guard(d, job, result, &mut guarded).await;
+    guarded.proceed = guard(d, job, result, &mut guarded, place).await;
     guarded
 }
 
@@ -154,6 +162,7 @@ async fn guard(
     job: &mut Job,
     result: &mut CallResult,
     guarded: &mut Guarded,
+    place: &mut Place,
 ) -> bool {
     let store = d.shared.store.as_ref();
     let tool = job.tool.clone();
@@ -174,8 +183,16 @@ async fn guard(
             return false;
         }
     };
-    let mut peeked = idempotency::Peeked::InFlight;
-    if let Some((k, fingerprint)) = &idempotent {
+    if idempotent.is_some() || d.claims {
+        place.step_out();
+    }
+    // A replay needs no approval, so a call that may need one first looks for a finished
+    // record. One that cannot goes straight to its claim, which reads the record only when
+    // the key is taken: a new call (most are) then waits for one answer of the store, not two.
+    let mut peeked = idempotency::Peeked::Nothing;
+    let may_ask = d.approved.is_some()
+        || approval::may_require(policy, &d.shared.rules, d.shared.predicate.is_some());
+    if let Some((k, fingerprint)) = idempotent.as_ref().filter(|_| may_ask) {
         match idempotency::peek(store, k, fingerprint, result).await {
             Ok(idempotency::Peeked::Settled) => return false,
             Ok(seen) => peeked = seen,
@@ -200,6 +217,9 @@ async fn guard(
         let (needed, why) = match reask {
             Some(why) => (true, Some(why)),
             None => {
+                if approval::asks_the_app(policy, d.shared.predicate.is_some()) {
+                    place.step_in().await;
+                }
                 approval::needs_approval(
                     policy,
                     &d.shared.rules,
@@ -432,7 +452,16 @@ async fn claim_in_run(d: &CallDurable, job: &Job) -> Result<RunClaim, NotClaimed
 
 /// Records what the call came to: its idempotency record, and in a resumed run, its
 /// finished record (or, when it went pending, frees it for a later resume). A store failure here is kept on the result's detail: the call ran.
-pub async fn after(d: &CallDurable, mut guarded: Guarded, result: &mut CallResult) {
+/// The call gives its `place` up while it waits.
+pub async fn after(
+    d: &CallDurable,
+    mut guarded: Guarded,
+    result: &mut CallResult,
+    place: &mut Place,
+) {
+    if guarded.idempotency.is_some() || guarded.run_call.is_some() {
+        place.step_out();
+    }
     let store = d.shared.store.as_ref();
     let done = &*result;
     // Both records in one group commit of the store: neither waits for the other.

@@ -18,6 +18,7 @@ use crate::guard::Guards;
 use crate::guard::audit::AuditEntry;
 use crate::handler::HostData;
 use crate::job::Job;
+use crate::place::{Place, Places};
 use crate::plan::{Entry, Node, Plan, substitute_refs};
 use crate::registry::Snapshot;
 use crate::spans;
@@ -34,9 +35,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-/// A call's task ends with its index and what it produced; `None` when tooljig's own steps
-/// panicked.
-type Ran = (usize, Option<(CallResult, Option<AuditEntry>)>);
+/// A call's task ends with its index, what it produced (`None` when tooljig's own steps
+/// panicked) and its place, which the driver frees once it has settled the result.
+type Ran = (usize, Option<(CallResult, Option<AuditEntry>)>, Place);
 
 /// Audit records a batch hands to its sink at once: one hand-over (and at most one wake-up
 /// of the sink's writer) per chunk rather than per call.
@@ -473,8 +474,12 @@ impl Batch {
         };
         tokio::pin!(expired);
         let mut solo: Option<Solo> = None;
+        let places = Places::new(self.concurrency, total, self.atomic);
         let ended = loop {
-            while running.len() + usize::from(solo.is_some()) < self.concurrency {
+            while !self.ready.is_empty() {
+                let Some(place) = places.take() else {
+                    break;
+                };
                 let Some(i) = self.ready.pop_front() else {
                     break;
                 };
@@ -487,20 +492,23 @@ impl Batch {
                     // the runtime; a pointer moves for less.
                     if self.span.is_disabled() {
                         let call = async move {
-                            let call = Box::pin(run_audited(job, guards, durable));
-                            (i, AssertUnwindSafe(call).catch_unwind().await.ok())
+                            let mut place = place;
+                            let call = Box::pin(run_audited(job, guards, durable, &mut place));
+                            (i, AssertUnwindSafe(call).catch_unwind().await.ok(), place)
                         };
                         launch(call, total, &mut solo, &mut running);
                     } else {
                         // Traced: the same, in the call's span, which records how it ended.
                         let span = spans::call(&self.span, &job.id, &job.tool.spec.name);
                         let call = async move {
-                            let call = run_audited(job, guards, durable).instrument(span.clone());
+                            let mut place = place;
+                            let call = run_audited(job, guards, durable, &mut place)
+                                .instrument(span.clone());
                             let ran = AssertUnwindSafe(Box::pin(call)).catch_unwind().await.ok();
                             if let Some((result, _)) = &ran {
                                 spans::finish(&span, result);
                             }
-                            (i, ran)
+                            (i, ran, place)
                         };
                         launch(call, total, &mut solo, &mut running);
                     }
@@ -530,16 +538,21 @@ impl Batch {
                             Ok(Some(Ok(ran)))
                         }
                         j = running.join_next(), if solo.is_none() => Ok(j),
+                        // A call gave its place up to wait for the store: start the next.
+                        _ = places.freed(), if !self.ready.is_empty() => Ok(None),
                         _ = &mut expired => Err(ErrorCode::DeadlineExceeded),
                     }
                 }
             };
             match joined {
-                Ok(Some(Ok((i, Some((result, record)))))) => {
+                // The call's place is freed only once its result is settled: in an atomic
+                // batch, a failure must be known before the next call may start.
+                Ok(Some(Ok((i, Some((result, record)), place)))) => {
                     in_flight[i] = false;
                     self.settle_ran(i, result, record);
+                    drop(place);
                 }
-                Ok(Some(Ok((i, None)))) => {
+                Ok(Some(Ok((i, None, _)))) => {
                     in_flight[i] = false;
                     self.finish_unrun(
                         i,
