@@ -514,10 +514,24 @@ impl StateStore for PostgresStore {
         value: Value,
         ttl_ms: Option<u64>,
     ) -> BoxFuture<Result<Option<u64>, StoreError>> {
+        // `Value`'s own encoding cannot fail (its map keys are strings).
+        self.put_json(ns, key, expect, value.to_string(), ttl_ms)
+    }
+
+    fn keeps_json_text(&self) -> bool {
+        true
+    }
+
+    fn put_json(
+        &self,
+        ns: Namespace,
+        key: &str,
+        expect: Expect,
+        value: String,
+        ttl_ms: Option<u64>,
+    ) -> BoxFuture<Result<Option<u64>, StoreError>> {
         let (this, key) = (self.clone(), key.to_string());
         Box::pin(async move {
-            // `Value`'s own encoding cannot fail (its map keys are strings).
-            let value = value.to_string();
             let ttl = ttl_ms.map(int);
             let change = match expect {
                 Expect::Absent => Change::Insert { value, ttl },

@@ -196,9 +196,24 @@ impl StateStore for RedisStore {
         value: Value,
         ttl_ms: Option<u64>,
     ) -> BoxFuture<Result<Option<u64>, StoreError>> {
+        // `Value`'s own encoding cannot fail (its map keys are strings).
+        self.put_json(ns, key, expect, value.to_string(), ttl_ms)
+    }
+
+    fn keeps_json_text(&self) -> bool {
+        true
+    }
+
+    fn put_json(
+        &self,
+        ns: Namespace,
+        key: &str,
+        expect: Expect,
+        text: String,
+        ttl_ms: Option<u64>,
+    ) -> BoxFuture<Result<Option<u64>, StoreError>> {
         let (this, key) = (self.0.clone(), key.to_string());
         Box::pin(async move {
-            let text = serde_json::to_string(&value).map_err(|e| StoreError(e.to_string()))?;
             let want = match expect {
                 Expect::Absent => 0,
                 Expect::Version(v) => v,

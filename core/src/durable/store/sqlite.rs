@@ -311,9 +311,23 @@ impl StateStore for SqliteStore {
         value: Value,
         ttl_ms: Option<u64>,
     ) -> BoxFuture<Result<Option<u64>, StoreError>> {
-        let key = key.to_string();
         // `Value`'s own encoding cannot fail (its map keys are strings).
-        let text = value.to_string();
+        self.put_json(ns, key, expect, value.to_string(), ttl_ms)
+    }
+
+    fn keeps_json_text(&self) -> bool {
+        true
+    }
+
+    fn put_json(
+        &self,
+        ns: Namespace,
+        key: &str,
+        expect: Expect,
+        text: String,
+        ttl_ms: Option<u64>,
+    ) -> BoxFuture<Result<Option<u64>, StoreError>> {
+        let key = key.to_string();
         self.write(move |c| {
             let now = now_ms();
             let expires = ttl_ms.map(|t| int(now.saturating_add(t)));
