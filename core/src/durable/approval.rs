@@ -142,16 +142,13 @@ pub async fn needs_approval(
     query: impl FnOnce() -> ApprovalQuery,
     host: Option<HostData>,
 ) -> (bool, Option<String>) {
-    match policy.approval.required {
-        ApprovalRequirement::Never => (false, None),
-        ApprovalRequirement::Always => (true, None),
-        ApprovalRequirement::Auto => match predicate {
-            Some(p) => match p.requires_approval(query(), host).await {
-                Ok(needed) => (needed, None),
-                Err(e) => (true, Some(format!("the approval predicate failed: {e}"))),
-            },
-            None => (rules.min_risk.is_some_and(|min| policy.risk >= min), None),
+    match predicate.filter(|_| asks_the_app(policy, true)) {
+        Some(p) => match p.requires_approval(query(), host).await {
+            Ok(needed) => (needed, None),
+            Err(e) => (true, Some(format!("the approval predicate failed: {e}"))),
         },
+        // Without the app's predicate, the policy and the rules decide alone.
+        None => (may_require(policy, rules, false), None),
     }
 }
 
