@@ -55,30 +55,29 @@ pub enum Entry {
 }
 
 impl Plan {
-    /// Plans `calls` against a registry snapshot.
+    /// Plans `calls` against a registry snapshot. Their ids are numbered already
+    /// (`durable::run::number_calls`): a refusal names the call by its id.
     pub fn build(
-        mut calls: Vec<Call>,
+        calls: &[Call],
         tools: &Snapshot,
         limits: &Limits,
         max_calls: Option<usize>,
         visible: &dyn Fn(&crate::spec::ToolSpec) -> bool,
     ) -> Plan {
-        for (i, call) in calls.iter_mut().enumerate() {
-            if call.id.is_empty() {
-                call.id = format!("call_{i}");
-            }
-        }
-        let index: HashMap<String, usize> = calls
+        // Each id's first call: any other call with that id is a duplicate.
+        let index: HashMap<&str, usize> = calls
             .iter()
             .enumerate()
             .rev()
-            .map(|(i, c)| (c.id.clone(), i))
+            .map(|(i, c)| (c.id.as_str(), i))
             .collect();
 
-        // First pass: per-call checks that need nothing from the others.
+        // First pass: per-call checks, and the calls each one names (its `depends_on` and
+        // the `$from` references in its arguments) as indices.
         let mut entries: Vec<Entry> = Vec::with_capacity(calls.len());
-        let mut explicit: Vec<Vec<String>> = Vec::with_capacity(calls.len());
-        for (i, call) in calls.into_iter().enumerate() {
+        let mut deps_of: Vec<Vec<usize>> = Vec::with_capacity(calls.len());
+        let mut unknown: Vec<Option<String>> = Vec::with_capacity(calls.len());
+        for (i, call) in calls.iter().enumerate() {
             let refuse = |code, msg: String| {
                 Entry::Refused(Box::new(CallResult::refused(
                     &call.id,
@@ -86,9 +85,9 @@ impl Plan {
                     Envelope::error(code, msg),
                 )))
             };
-            explicit.push(Vec::new());
-            // `index` holds each id's first call: any other call with that id is a duplicate.
-            if index.get(&call.id) != Some(&i) {
+            deps_of.push(Vec::new());
+            unknown.push(None);
+            if index.get(call.id.as_str()) != Some(&i) {
                 entries.push(refuse(
                     ErrorCode::InvalidRequest,
                     format!("call id {:?} is used twice in this batch", call.id),
@@ -104,9 +103,7 @@ impl Plan {
                 continue;
             }
             let Some(tool) = tools.get(&call.tool) else {
-                entries.push(Entry::Refused(Box::new(unknown_tool(
-                    &call, tools, visible,
-                ))));
+                entries.push(Entry::Refused(Box::new(unknown_tool(call, tools, visible))));
                 continue;
             };
             let parsed = match &call.arguments_error {
@@ -128,9 +125,18 @@ impl Plan {
             };
             let mut refs = Vec::new();
             collect_refs(&parsed.value, &mut refs);
-            let mut deps = call.depends_on.clone();
-            deps.extend(refs.iter().cloned());
-            explicit[i] = deps;
+            let named = call.depends_on.iter().chain(&refs);
+            for d in named {
+                match index.get(d.as_str()) {
+                    // A call naming itself is a cycle of one, refused with the others.
+                    Some(&j) => deps_of[i].push(j),
+                    None => {
+                        unknown[i] = Some(format!(
+                            "it depends on call {d:?}, which is not in this batch"
+                        ))
+                    }
+                }
+            }
             entries.push(Entry::Ready(Node {
                 id: Arc::from(call.id.as_str()),
                 tool: tool.clone(),
@@ -143,32 +149,28 @@ impl Plan {
             }));
         }
 
-        // Second pass: resolve dependency ids and tool ordering into indices.
+        // Second pass: tool ordering (`policy.after`) into indices, when some tool has one.
+        let ordered = entries
+            .iter()
+            .any(|e| matches!(e, Entry::Ready(n) if !n.tool.spec.policy.after.is_empty()));
         let mut by_tool: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, e) in entries.iter().enumerate() {
-            if let Entry::Ready(n) = e {
-                by_tool.entry(&n.tool.spec.name).or_default().push(i);
-            }
-        }
-        let mut deps_of: Vec<Vec<usize>> = vec![Vec::new(); entries.len()];
-        let mut order_of: Vec<Vec<usize>> = vec![Vec::new(); entries.len()];
-        let mut unknown: Vec<Option<String>> = vec![None; entries.len()];
-        for (i, e) in entries.iter().enumerate() {
-            let Entry::Ready(n) = e else { continue };
-            let mut deps = Vec::new();
-            for d in &explicit[i] {
-                match index.get(d) {
-                    // A call naming itself is a cycle of one, refused with the others.
-                    Some(&j) => deps.push(j),
-                    None => {
-                        unknown[i] = Some(format!(
-                            "it depends on call {d:?}, which is not in this batch"
-                        ))
-                    }
+        let mut order_of: Vec<Vec<usize>> = Vec::new();
+        if ordered {
+            for (i, e) in entries.iter().enumerate() {
+                if let Entry::Ready(n) = e {
+                    by_tool.entry(&n.tool.spec.name).or_default().push(i);
                 }
             }
+            order_of = vec![Vec::new(); entries.len()];
+        }
+        for (i, e) in entries.iter().enumerate() {
+            let Entry::Ready(n) = e else { continue };
+            let deps = &mut deps_of[i];
             deps.sort_unstable();
             deps.dedup();
+            if !ordered {
+                continue;
+            }
             let mut order = Vec::new();
             for after in &n.tool.spec.policy.after {
                 let Some(calls) = by_tool.get(after.as_str()) else {
@@ -198,7 +200,6 @@ impl Plan {
             order.dedup();
             deps.extend_from_slice(&order);
             deps.sort_unstable();
-            deps_of[i] = deps;
             order_of[i] = order;
         }
         for (i, why) in unknown.into_iter().enumerate() {
@@ -210,18 +211,21 @@ impl Plan {
                 );
             }
         }
-        for i in cycle_members(&deps_of, &entries) {
-            refuse_in_place(
-                &mut entries[i],
-                ErrorCode::DependencyCycle,
-                "the call was not run: its dependencies form a cycle; split it into separate turns"
-                    .into(),
-            );
+        // Without a single edge there is no cycle to look for.
+        if deps_of.iter().any(|d| !d.is_empty()) {
+            for i in cycle_members(&deps_of, &entries) {
+                refuse_in_place(
+                    &mut entries[i],
+                    ErrorCode::DependencyCycle,
+                    "the call was not run: its dependencies form a cycle; split it into separate turns"
+                        .into(),
+                );
+            }
         }
         for (i, e) in entries.iter_mut().enumerate() {
             if let Entry::Ready(n) = e {
                 n.deps = std::mem::take(&mut deps_of[i]);
-                n.order_only = std::mem::take(&mut order_of[i]);
+                n.order_only = order_of.get_mut(i).map(std::mem::take).unwrap_or_default();
             }
         }
         Plan { entries }

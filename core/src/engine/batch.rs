@@ -96,9 +96,9 @@ impl Batch {
     pub(crate) fn new(
         engine: &Engine,
         tools: &Snapshot,
-        calls: Vec<Call>,
-        caller: Caller,
-        options: BatchOptions,
+        calls: &[Call],
+        caller: &Caller,
+        options: &BatchOptions,
         pass: Pass,
         nested: Option<NestedSender>,
     ) -> Batch {
@@ -110,7 +110,7 @@ impl Batch {
             Vec::new()
         };
         let plan = {
-            let visible = engine.visible_to(&caller);
+            let visible = engine.visible_to(caller);
             Plan::build(calls, &tools, &engine.limits, options.max_calls, &visible)
         };
         let mut slots: Vec<Slot> = plan
@@ -188,15 +188,18 @@ impl Batch {
         let mut batch = Batch {
             span,
             door,
-            parent: options.lineage.map(|l| Box::new(l.parent().clone())),
+            parent: options
+                .lineage
+                .as_ref()
+                .map(|l| Box::new(l.parent().clone())),
             slots,
             ready: VecDeque::new(),
-            caller: Arc::new(caller),
+            caller: Arc::new(caller.clone()),
             start,
-            events: options.events,
-            progress: options.progress,
-            host: options.host,
-            cancel: options.cancel.unwrap_or_default(),
+            events: options.events.clone(),
+            progress: options.progress.clone(),
+            host: options.host.clone(),
+            cancel: options.cancel.clone().unwrap_or_default(),
             deadline,
             concurrency: options.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
             finished: 0,

@@ -297,13 +297,11 @@ impl Engine {
         options.host = live.host;
         // The run's own trace when it has one, else the resumer's.
         options.traceparent = options.traceparent.or(live.traceparent);
-        let (calls, caller) = (record.calls.clone(), record.caller.clone());
+        let (calls, caller) = (&record.calls, &record.caller);
         let started_by = options.atomic.then(|| caller.clone());
         let tools = self.registry.snapshot();
-        let pass_batch = |door| {
-            let options = options.clone();
-            Batch::new(self, &tools, calls, caller, options, pass.clone(), door).drive()
-        };
+        let pass_batch =
+            |door| Batch::new(self, &tools, calls, caller, &options, pass.clone(), door).drive();
         // Boxed: only the passes of tools that call tools carry what serving them takes.
         let out = if tools.calling() {
             Box::pin(self.serving(pass_batch)).await

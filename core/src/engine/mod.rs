@@ -120,25 +120,17 @@ impl Engine {
         run::number_calls(&mut calls);
         let cancel = run::batch_token(&mut options, self.durable.explicit_store);
         let started = run::start(&self.durable, &calls, &caller, &options, &cancel).await;
-        let kept = (calls.clone(), caller.clone(), options.clone());
         // Who a rollback's audit records name: the batch's caller, and its parent call when
         // a handler made the batch.
         let started_by = options.atomic.then(|| {
             let parent = options.lineage.as_ref().map(|l| l.parent.clone());
             (caller.clone(), parent)
         });
-        let out = Batch::new(
-            self,
-            &tools,
-            calls,
-            caller,
-            options,
-            started.pass.clone(),
-            door,
-        )
-        .drive()
-        .await;
-        let out = run::finish_pass(&tools, started, kept, out).await;
+        let pass = started.pass.clone();
+        let out = Batch::new(self, &tools, &calls, &caller, &options, pass, door)
+            .drive()
+            .await;
+        let out = run::finish_pass(&tools, started, (calls, caller, options), out).await;
         if let (Some(report), Some((caller, parent))) = (&out.rollback, &started_by) {
             self.audit_rollback(report, caller, parent.as_ref());
         }
