@@ -47,8 +47,9 @@ const AUDIT_CHUNK: usize = 64;
 struct Slot {
     /// A pending call this one waits for (it runs when the run resumes).
     waiting_for: Option<usize>,
-    id: String,
-    tool: String,
+    /// Shared with the call's node and job: a slot costs no copy of either name.
+    id: Arc<str>,
+    tool: Arc<str>,
     repaired: bool,
     node: Option<Node>,
     waiting_on: usize,
@@ -119,8 +120,8 @@ impl Batch {
             .map(|e| match e {
                 Entry::Ready(node) => Slot {
                     waiting_for: None,
-                    id: node.id.to_string(),
-                    tool: node.tool.spec.name.clone(),
+                    id: node.id.clone(),
+                    tool: node.tool.name.clone(),
                     repaired: node.repaired,
                     waiting_on: node.deps.len(),
                     node: Some(node),
@@ -130,8 +131,8 @@ impl Batch {
                 },
                 Entry::Refused(r) => Slot {
                     waiting_for: None,
-                    id: r.call_id.clone(),
-                    tool: r.tool.clone(),
+                    id: Arc::from(r.call_id.as_str()),
+                    tool: Arc::from(r.tool.as_str()),
                     repaired: r.repaired,
                     node: None,
                     waiting_on: 0,
@@ -151,8 +152,8 @@ impl Batch {
                 if let Some((code, message)) = refusal {
                     slot.node = None;
                     slot.result = Some(CallResult::refused(
-                        slot.id.clone(),
-                        slot.tool.clone(),
+                        &*slot.id,
+                        &*slot.tool,
                         Envelope::error(code, message),
                     ));
                 }
@@ -243,7 +244,7 @@ impl Batch {
     }
 
     fn call_id(&self, i: usize) -> String {
-        self.slots[i].id.clone()
+        self.slots[i].id.to_string()
     }
 
     fn emit(&self, make: impl FnOnce(u64) -> Event) {
@@ -338,11 +339,7 @@ impl Batch {
     fn finish_unrun(&mut self, i: usize, code: ErrorCode, message: String) {
         let slot = &mut self.slots[i];
         slot.node = None;
-        let mut r = CallResult::refused(
-            slot.id.clone(),
-            slot.tool.clone(),
-            Envelope::error(code, message),
-        );
+        let mut r = CallResult::refused(&*slot.id, &*slot.tool, Envelope::error(code, message));
         r.repaired = slot.repaired;
         r.finished_us = self.start.elapsed().as_micros() as u64;
         self.slots[i].result = Some(r);
@@ -374,11 +371,7 @@ impl Batch {
         );
         let slot = &mut self.slots[i];
         slot.node = None;
-        let mut r = CallResult::refused(
-            slot.id.clone(),
-            slot.tool.clone(),
-            Envelope::error(code, message),
-        );
+        let mut r = CallResult::refused(&*slot.id, &*slot.tool, Envelope::error(code, message));
         r.status = CallStatus::Waiting;
         r.repaired = slot.repaired;
         r.finished_us = self.start.elapsed().as_micros() as u64;
