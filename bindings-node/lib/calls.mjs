@@ -8,12 +8,20 @@
 export function callsText(calls) {
   if (!Array.isArray(calls)) throw new TypeError('calls must be an array of {id, tool, arguments} objects')
   try {
-    return JSON.stringify(calls, finiteNumbers)
+    // Arguments as the model sent them (JSON text) hold no number to check: written without
+    // the replacer, which V8 calls back for every key and value.
+    return calls.every(textArguments) ? JSON.stringify(calls) : JSON.stringify(calls, finiteNumbers)
   } catch {
     // One call's arguments have no JSON form (a BigInt, a cycle, a throwing toJSON): that
     // call alone is refused (`argumentsError`), the others run.
     return `[${calls.map(callText).join(',')}]`
   }
+}
+
+/** Whether a call's arguments are JSON text (or absent), so nothing in it can be non-finite. */
+function textArguments(call) {
+  const args = call?.arguments
+  return args === undefined || args === null || typeof args === 'string'
 }
 
 /**
