@@ -459,9 +459,10 @@ pub async fn after(
     result: &mut CallResult,
     place: &mut Place,
 ) {
-    if guarded.idempotency.is_some() || guarded.run_call.is_some() {
-        place.step_out();
+    if guarded.idempotency.is_none() && guarded.run_call.is_none() {
+        return;
     }
+    place.step_out();
     let store = d.shared.store.as_ref();
     let done = &*result;
     // Both records in one group commit of the store: neither waits for the other.
