@@ -120,6 +120,11 @@ impl TaskSlot {
         (Arc::new(slot), rx)
     }
 
+    /// Whether its outcome was delivered.
+    fn is_finished(&self) -> bool {
+        matches!(*lock(&self.state), SlotState::Finished)
+    }
+
     /// Delivers the outcome (once; later calls do nothing).
     pub fn finish(&self, result: HandlerResult) {
         *lock(&self.state) = SlotState::Finished;
@@ -375,15 +380,19 @@ impl BatchHost {
             }
         };
         let context = self.locals.context(py);
+        let settle = || TaskSettle {
+            slot: slot.clone(),
+            host: self.clone(),
+        };
         let task = if obj.is_instance(coroutine_type(py)?)? {
             let create_task = lock(&self.side).create_task.clone_ref(py);
-            let obj = exit_guard(py)?.call1((obj,))?;
+            let obj = exit_guard(py)?.call1((obj, settle()))?;
             context.call_method1(pyo3::intern!(py, "run"), (create_task, obj))?
         } else if obj.hasattr("__await__")? {
             let ensure = asyncio(py)?.getattr("ensure_future")?;
             let kwargs = pyo3::types::PyDict::new(py);
             kwargs.set_item("loop", self.locals.event_loop(py))?;
-            let obj = exit_guard(py)?.call1((obj,))?;
+            let obj = exit_guard(py)?.call1((obj, settle()))?;
             context.call_method("run", (ensure, obj), Some(&kwargs))?
         } else {
             // An `async` handler that returned a plain value (e.g. a wrapped callable).
@@ -538,6 +547,10 @@ fn asyncio(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 
 /// `guarded(awaitable)`: awaits it, turning a `SystemExit` into an ordinary exception. An
 /// asyncio task re-raises `SystemExit` out of the event loop itself, so a handler calling
+/// Also settles a handler that returned in the task's own step (`TaskSettle`): its task's done
+/// callback would run one turn of the loop later, and the batch would wait for that turn.
+/// A handler that raised or was cancelled is settled by the done callback (`TaskDone`).
+///
 /// `sys.exit()` would end the app's loop (and `run_sync`); here it fails its own call
 /// (`internal_error`, the exit in the detail). `KeyboardInterrupt` still goes through: it
 /// is the user's Ctrl-C.
@@ -545,13 +558,15 @@ fn exit_guard(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static GUARD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     GUARD
         .get_or_try_init(py, || {
-            let code = c"async def guarded(awaitable):
+            let code = c"async def guarded(awaitable, settle):
     try:
-        return await awaitable
+        value = await awaitable
     except SystemExit as exit:
         raise RuntimeError(
             f'the handler raised SystemExit({exit.code!r}); a handler cannot end the process'
         ) from None
+    settle(value)
+    return value
 ";
             Ok(pyo3::types::PyModule::from_code(
                 py,
@@ -599,6 +614,10 @@ struct TaskDone {
 #[pymethods]
 impl TaskDone {
     fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) {
+        if self.slot.is_finished() {
+            // Settled by `TaskSettle` in the task's last step.
+            return;
+        }
         let cancelled = task
             .call_method0(pyo3::intern!(py, "cancelled"))
             .and_then(|c| c.is_truthy())
@@ -615,6 +634,22 @@ impl TaskDone {
             }
         };
         self.host.task_done(py, &self.slot, result);
+    }
+}
+
+/// Called by the guard coroutine (`exit_guard`) with what the handler returned, in the task's
+/// last step: the call settles now, not a turn of the loop later in the done callback.
+#[pyclass(frozen)]
+struct TaskSettle {
+    slot: Arc<TaskSlot>,
+    host: Arc<BatchHost>,
+}
+
+#[pymethods]
+impl TaskSettle {
+    fn __call__(&self, py: Python<'_>, value: &Bound<'_, PyAny>) {
+        self.host
+            .task_done(py, &self.slot, outcome::from_value(value));
     }
 }
 

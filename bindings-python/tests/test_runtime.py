@@ -272,3 +272,39 @@ async def test_batches_that_end_in_their_first_poll_queue_nothing_on_the_loop() 
         assert refused[0].envelope["error"]["code"] == "unknown_tool"
         assert ran[0].envelope == {"ok": True, "data": i}
     assert queued() - before < 30, f"{queued() - before} loop callbacks queued by 600 batches"
+
+
+async def test_an_async_handler_that_returns_settles_its_call_in_its_tasks_own_step() -> None:
+    # A task's done callbacks run a turn of the loop after its last step. The call settles in
+    # that step instead (the guard coroutine hands the value over), so a one-call batch of an
+    # async handler that never waits ends two turns after it starts, not three.
+    import asyncio
+
+    import tooljig
+
+    engine = tooljig.Engine()
+
+    @engine.tool
+    async def echo(x: int) -> int:
+        return x
+
+    turns = 0
+    stop = False
+
+    async def count() -> None:
+        nonlocal turns
+        while not stop:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.create_task(count())
+    await asyncio.sleep(0)
+    samples = []
+    for i in range(20):
+        start = turns
+        out = await engine.run([{"tool": "echo", "arguments": {"x": i}}])
+        samples.append(turns - start)
+        assert out[0].envelope == {"ok": True, "data": i}
+    stop = True
+    await counter
+    assert sorted(samples)[len(samples) // 2] <= 2, f"loop turns per batch: {samples}"
