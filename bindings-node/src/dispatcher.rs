@@ -18,7 +18,6 @@
 //! core's `PolicyHook` and `Resolver` seams): each is a JS function the JS layer keeps in a
 //! table, asked with a JSON request and settled like a handler.
 
-use crate::convert::{keys, shape};
 use crate::driven::{BatchFuture, Batches};
 use crate::outcome::{UNEXPECTED, parse_settlements};
 use napi::Status;
@@ -125,8 +124,10 @@ struct Reach {
 /// What the JS layer receives per wake-up.
 #[derive(Serialize)]
 struct Drained<'a> {
-    /// Distinct callers of the drained calls (camelCase keys), referenced by index.
-    callers: Vec<Value>,
+    /// Distinct callers of the drained calls, referenced by index. Written as serde writes
+    /// them: every key of a `Caller` is one word, the same in camelCase, and its attributes
+    /// are the app's data (the handler test pins every key).
+    callers: Vec<&'a Caller>,
     /// Distinct run ids of the drained calls, referenced by index.
     runs: Vec<&'a str>,
     /// `[token, toolIndex, callId, attempt, callerIndex, args, runIndex, appKey, listened,
@@ -206,8 +207,7 @@ impl Shared {
                 Some(i) => i,
                 None => {
                     seen.push(ptr);
-                    let caller = serde_json::to_value(&*r.caller).unwrap_or(Value::Null);
-                    callers.push(keys::to_js(caller, shape::CALLER));
+                    callers.push(&*r.caller);
                     seen.len() - 1
                 }
             };

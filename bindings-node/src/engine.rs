@@ -69,6 +69,11 @@ impl BatchInput {
 /// read alone: one whose arguments the core cannot read (a lone surrogate, nesting past what
 /// `serde_json` reads) is kept with `arguments_error` set, so it alone is refused.
 fn parse_calls(text: &str) -> napi::Result<Vec<Call>> {
+    // Read straight into calls; only a batch that does not read so (a misspelled key, a
+    // wrong type, unreadable arguments) takes the slower paths below, which say which call.
+    if let Ok(calls) = serde_json::from_str::<Vec<JsCall>>(text) {
+        return Ok(calls.into_iter().map(JsCall::into_call).collect());
+    }
     let call = |(i, c): (usize, Value)| -> napi::Result<Call> {
         serde_json::from_value(keys::from_js(c, shape::CALLER))
             .map_err(|e| invalid(&format!("calls[{i}]"), e))
@@ -91,6 +96,37 @@ fn parse_calls(text: &str) -> napi::Result<Vec<Call>> {
             }
         })
         .collect()
+}
+
+/// A call as the JS layer writes it: camelCase keys (snake_case read too, as `keys::from_js`
+/// reads them), unknown keys refused like the core's `Call` refuses them.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsCall {
+    #[serde(default)]
+    id: String,
+    tool: String,
+    #[serde(default)]
+    arguments: Value,
+    #[serde(default, alias = "dependsOn")]
+    depends_on: Vec<String>,
+    #[serde(default, alias = "runIfDependencyFailed")]
+    run_if_dependency_failed: bool,
+    #[serde(default, alias = "idempotencyKey")]
+    idempotency_key: Option<String>,
+    #[serde(default, alias = "argumentsError")]
+    arguments_error: Option<String>,
+}
+
+impl JsCall {
+    fn into_call(self) -> Call {
+        let mut call = Call::new(self.id, self.tool, self.arguments);
+        call.depends_on = self.depends_on;
+        call.run_if_dependency_failed = self.run_if_dependency_failed;
+        call.idempotency_key = self.idempotency_key;
+        call.arguments_error = self.arguments_error;
+        call
+    }
 }
 
 /// A call whose arguments could not be read: its other fields, in either casing.
