@@ -71,8 +71,12 @@ impl BatchInput {
 fn parse_calls(text: &str) -> napi::Result<Vec<Call>> {
     // Read straight into calls; only a batch that does not read so (a misspelled key, a
     // wrong type, unreadable arguments) takes the slower paths below, which say which call.
-    if let Ok(calls) = serde_json::from_str::<Vec<JsCall>>(text) {
-        return Ok(calls.into_iter().map(JsCall::into_call).collect());
+    if let Ok(calls) = serde_json::from_str::<Vec<JsCall<Value>>>(text) {
+        let whole = calls.into_iter().map(|c| {
+            let (arguments, call) = c.split();
+            Call { arguments, ..call }
+        });
+        return Ok(whole.collect());
     }
     let call = |(i, c): (usize, Value)| -> napi::Result<Call> {
         serde_json::from_value(keys::from_js(c, shape::CALLER))
@@ -90,24 +94,27 @@ fn parse_calls(text: &str) -> napi::Result<Vec<Call>> {
             Ok(c) => call((i, c)),
             Err(unreadable) => {
                 // Everything but the arguments, which are skipped unread.
-                let head: CallHead = serde_json::from_str(item)
+                let head: JsCall<serde::de::IgnoredAny> = serde_json::from_str(item)
                     .map_err(|_| invalid(&format!("calls[{i}]"), &unreadable))?;
-                Ok(head.into_call(unreadable.to_string()))
+                let (_, mut call) = head.split();
+                call.arguments_error = Some(unreadable.to_string());
+                Ok(call)
             }
         })
         .collect()
 }
 
 /// A call as the JS layer writes it: camelCase keys (snake_case read too, as `keys::from_js`
-/// reads them), unknown keys refused like the core's `Call` refuses them.
+/// reads them), unknown keys refused like the core's `Call` refuses them. `A` is what its
+/// arguments are read as: a `Value`, or `IgnoredAny` for arguments that do not read.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct JsCall {
+struct JsCall<A> {
     #[serde(default)]
     id: String,
     tool: String,
     #[serde(default)]
-    arguments: Value,
+    arguments: A,
     #[serde(default, alias = "dependsOn")]
     depends_on: Vec<String>,
     #[serde(default, alias = "runIfDependencyFailed")]
@@ -118,41 +125,15 @@ struct JsCall {
     arguments_error: Option<String>,
 }
 
-impl JsCall {
-    fn into_call(self) -> Call {
-        let mut call = Call::new(self.id, self.tool, self.arguments);
-        call.depends_on = self.depends_on;
-        call.run_if_dependency_failed = self.run_if_dependency_failed;
-        call.idempotency_key = self.idempotency_key;
-        call.arguments_error = self.arguments_error;
-        call
-    }
-}
-
-/// A call whose arguments could not be read: its other fields, in either casing.
-#[derive(serde::Deserialize)]
-struct CallHead {
-    #[serde(default)]
-    id: String,
-    tool: String,
-    #[serde(default, alias = "dependsOn")]
-    depends_on: Vec<String>,
-    #[serde(default, alias = "runIfDependencyFailed")]
-    run_if_dependency_failed: bool,
-    #[serde(default, alias = "idempotencyKey")]
-    idempotency_key: Option<String>,
-    #[serde(default, rename = "arguments")]
-    _arguments: serde::de::IgnoredAny,
-}
-
-impl CallHead {
-    fn into_call(self, why: String) -> Call {
+impl<A> JsCall<A> {
+    /// Its arguments as read, and the call with `null` in their place.
+    fn split(self) -> (A, Call) {
         let mut call = Call::new(self.id, self.tool, Value::Null);
         call.depends_on = self.depends_on;
         call.run_if_dependency_failed = self.run_if_dependency_failed;
         call.idempotency_key = self.idempotency_key;
-        call.arguments_error = Some(why);
-        call
+        call.arguments_error = self.arguments_error;
+        (self.arguments, call)
     }
 }
 
