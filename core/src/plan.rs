@@ -12,6 +12,7 @@ use crate::error_code::ErrorCode;
 use crate::registry::{RegisteredTool, Snapshot};
 use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// The key that marks a reference to an earlier result inside arguments.
@@ -55,8 +56,8 @@ pub enum Entry {
 }
 
 impl Plan {
-    /// Plans `calls` against a registry snapshot. Their ids are numbered already
-    /// (`durable::run::number_calls`): a refusal names the call by its id.
+    /// Plans `calls` against a registry snapshot. A call without an id is named by its
+    /// place, `call_{i}`, as a batch names it.
     pub fn build(
         calls: &[Call],
         tools: &Snapshot,
@@ -64,12 +65,22 @@ impl Plan {
         max_calls: Option<usize>,
         visible: &dyn Fn(&crate::spec::ToolSpec) -> bool,
     ) -> Plan {
+        // A batch numbers its calls before planning (`durable::run::number_calls`), so this
+        // borrows every id but those of a caller that did not.
+        let ids: Vec<Cow<str>> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| match c.id.as_str() {
+                "" => Cow::Owned(format!("call_{i}")),
+                id => Cow::Borrowed(id),
+            })
+            .collect();
         // Each id's first call: any other call with that id is a duplicate.
-        let index: HashMap<&str, usize> = calls
+        let index: HashMap<&str, usize> = ids
             .iter()
             .enumerate()
             .rev()
-            .map(|(i, c)| (c.id.as_str(), i))
+            .map(|(i, id)| (id.as_ref(), i))
             .collect();
 
         // First pass: per-call checks, and the calls each one names (its `depends_on` and
@@ -78,19 +89,20 @@ impl Plan {
         let mut deps_of: Vec<Vec<usize>> = Vec::with_capacity(calls.len());
         let mut unknown: Vec<Option<String>> = Vec::with_capacity(calls.len());
         for (i, call) in calls.iter().enumerate() {
+            let id: &str = &ids[i];
             let refuse = |code, msg: String| {
                 Entry::Refused(Box::new(CallResult::refused(
-                    &call.id,
+                    id,
                     &call.tool,
                     Envelope::error(code, msg),
                 )))
             };
             deps_of.push(Vec::new());
             unknown.push(None);
-            if index.get(call.id.as_str()) != Some(&i) {
+            if index.get(id) != Some(&i) {
                 entries.push(refuse(
                     ErrorCode::InvalidRequest,
-                    format!("call id {:?} is used twice in this batch", call.id),
+                    format!("call id {id:?} is used twice in this batch"),
                 ));
                 continue;
             }
@@ -103,7 +115,9 @@ impl Plan {
                 continue;
             }
             let Some(tool) = tools.get(&call.tool) else {
-                entries.push(Entry::Refused(Box::new(unknown_tool(call, tools, visible))));
+                entries.push(Entry::Refused(Box::new(unknown_tool(
+                    id, call, tools, visible,
+                ))));
                 continue;
             };
             let parsed = match &call.arguments_error {
@@ -116,8 +130,7 @@ impl Plan {
             let parsed = match parsed {
                 Ok(p) => p,
                 Err(e) => {
-                    let mut r =
-                        CallResult::refused(&call.id, tool.spec.name.clone(), Envelope::Error(e));
+                    let mut r = CallResult::refused(id, tool.spec.name.clone(), Envelope::Error(e));
                     r.repaired = false;
                     entries.push(Entry::Refused(Box::new(r)));
                     continue;
@@ -138,7 +151,7 @@ impl Plan {
                 }
             }
             entries.push(Entry::Ready(Node {
-                id: Arc::from(call.id.as_str()),
+                id: Arc::from(id),
                 tool: tool.clone(),
                 arguments: parsed.value,
                 repaired: parsed.repaired,
@@ -249,6 +262,7 @@ fn refuse_in_place(entry: &mut Entry, code: ErrorCode, message: String) {
 const NAME_SHOWN: usize = 64;
 
 fn unknown_tool(
+    id: &str,
     call: &Call,
     tools: &Snapshot,
     visible: &dyn Fn(&crate::spec::ToolSpec) -> bool,
@@ -273,7 +287,7 @@ fn unknown_tool(
         format!("there is no tool named {name:?}{hint}"),
     )
     .with("suggestions", nearest);
-    CallResult::refused(&call.id, name, Envelope::Error(err))
+    CallResult::refused(id, name, Envelope::Error(err))
 }
 
 /// Collects the call ids referenced by `{"$from": ...}` objects.

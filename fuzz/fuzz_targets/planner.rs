@@ -41,7 +41,7 @@ fuzz_target!(|input: Vec<(u8, u8, u8, bool)>| {
         })
         .collect();
     let plan = Plan::build(
-        calls.clone(),
+        &calls,
         &registry.snapshot(),
         &Limits::default(),
         None,
