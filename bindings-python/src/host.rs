@@ -545,15 +545,16 @@ fn asyncio(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         .map(|m| m.bind(py))
 }
 
-/// `guarded(awaitable)`: awaits it, turning a `SystemExit` into an ordinary exception. An
-/// asyncio task re-raises `SystemExit` out of the event loop itself, so a handler calling
-/// Also settles a handler that returned in the task's own step (`TaskSettle`): its task's done
-/// callback would run one turn of the loop later, and the batch would wait for that turn.
-/// A handler that raised or was cancelled is settled by the done callback (`TaskDone`).
+/// `guarded(awaitable, settle)`: awaits it, turning a `SystemExit` into an ordinary
+/// exception. An asyncio task re-raises `SystemExit` out of the event loop itself, so a
+/// handler calling `sys.exit()` would end the app's loop (and `run_sync`); here it fails its
+/// own call (`internal_error`, the exit in the detail). `KeyboardInterrupt` still goes
+/// through: it is the user's Ctrl-C.
 ///
-/// `sys.exit()` would end the app's loop (and `run_sync`); here it fails its own call
-/// (`internal_error`, the exit in the detail). `KeyboardInterrupt` still goes through: it
-/// is the user's Ctrl-C.
+/// A value the handler returned is handed to `settle` (`TaskSettle`) in the task's own last
+/// step: its done callback would run a turn of the loop later, and the batch would wait for
+/// that turn. A handler that raised or was cancelled is settled by the done callback
+/// (`TaskDone`).
 fn exit_guard(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static GUARD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     GUARD
