@@ -11,19 +11,32 @@ use serde_json::Value;
 pub const MAX_DEPTH: usize = 100;
 
 /// Whether `value` nests deeper than `max` levels (a scalar is level 0, `[1]` level 1).
-/// Iterative, so a hostile value cannot overflow the stack here.
+/// Iterative, so a hostile value cannot overflow the stack here; only nested containers are
+/// stacked, so flat data (most tools' results) costs no allocation.
 pub fn deeper_than(value: &Value, max: usize) -> bool {
-    let mut stack = vec![(value, 0usize)];
-    while let Some((v, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
+    let mut stack: Vec<(&Value, usize)> = Vec::new();
+    let mut next = Some((value, 0usize));
+    while let Some((v, depth)) = next.take().or_else(|| stack.pop()) {
+        let (mut items, mut values);
+        let children: &mut dyn Iterator<Item = &Value> = match v {
+            Value::Array(a) => {
+                items = a.iter();
+                &mut items
+            }
+            Value::Object(map) => {
+                values = map.values();
+                &mut values
+            }
             _ => continue,
         };
         if depth + 1 > max {
             return true;
         }
-        stack.extend(children.map(|c| (c, depth + 1)));
+        stack.extend(
+            children
+                .filter(|c| matches!(c, Value::Array(_) | Value::Object(_)))
+                .map(|c| (c, depth + 1)),
+        );
     }
     false
 }
@@ -46,5 +59,15 @@ mod tests {
         assert!(!deeper_than(&nested(MAX_DEPTH), MAX_DEPTH));
         assert!(deeper_than(&nested(MAX_DEPTH + 1), MAX_DEPTH));
         assert!(deeper_than(&nested(1_000), MAX_DEPTH));
+        assert!(deeper_than(&json!([]), 0));
+        assert!(!deeper_than(&json!([]), 1));
+        assert!(deeper_than(
+            &json!({"a": 1, "b": [{"c": [2]}], "d": "e"}),
+            3
+        ));
+        assert!(!deeper_than(
+            &json!({"a": 1, "b": [{"c": [2]}], "d": "e"}),
+            4
+        ));
     }
 }

@@ -112,9 +112,7 @@ pub async fn run_job(
         ControlFlow::Continue(slot) => slot,
     };
     // Steps 7 (idempotency) and 8 (approval): see durable/mod.rs.
-    // Boxed: its future is most of a call's state (≈2 KB of ≈3 KB), and every spawn moved it
-    // by value; the engine benchmark showed the copies at a fifth of the per-call time.
-    let guarded = Box::pin(durable::before(d, &mut job, &mut result, place)).await;
+    let guarded = durable::before(d, &mut job, &mut result, place).await;
     if !guarded.proceed {
         result.finished_us = job.since_start();
         result.arguments = Some(job.arguments);
@@ -125,7 +123,8 @@ pub async fn run_job(
 
     // Step 9: execute, or hand over to whoever runs client-side tools.
     let Some(handler) = job.tool.handler.clone() else {
-        durable::external::park(d, &job, &mut result).await;
+        // The rare paths below are boxed: inline, each made every call's future larger.
+        Box::pin(durable::external::park(d, &job, &mut result)).await;
         result.finished_us = job.since_start();
         result.arguments = Some(job.arguments);
         durable::after(d, guarded, &mut result, place).await;
@@ -241,7 +240,13 @@ pub async fn run_job(
     let follow_up =
         (job.tool.on_success.is_some() && accepted.is_none()).then(|| HookSite::of(&job));
     if let Some(reference) = accepted {
-        durable::background_job::park(d, &job, reference, &mut result).await;
+        Box::pin(durable::background_job::park(
+            d,
+            &job,
+            reference,
+            &mut result,
+        ))
+        .await;
     }
     result.finished_us = job.since_start();
     result.arguments = Some(job.arguments);
@@ -250,7 +255,7 @@ pub async fn run_job(
     // Once the result is recorded, so a duplicate replays it instead of running this again.
     if let Some(site) = follow_up {
         place.step_in().await;
-        on_success::follow(site, &d.run_id, &mut result).await;
+        Box::pin(on_success::follow(site, &d.run_id, &mut result)).await;
     }
     // Step 11: audit (the caller, `run_audited`, builds the record) and compensations
     // (the run records completed calls when the batch settles).

@@ -30,7 +30,7 @@ use crate::envelope::{Envelope, ToolError};
 use crate::handler::Handler;
 use crate::job::Job;
 use crate::place::Place;
-use crate::policy::{ApprovalRules, EffectClass};
+use crate::policy::{ApprovalRules, EffectClass, IdempotencyMode, Policy};
 use approval::{ApprovalPredicate, ApprovalQuery, ApprovalRecord};
 use idempotency::{Claim, Outcome};
 use preference::Preference;
@@ -153,8 +153,23 @@ pub async fn before(
     place: &mut Place,
 ) -> Guarded {
     let mut guarded = Guarded::default();
-    guarded.proceed = guard(d, job, result, &mut guarded, place).await;
+    if nothing_to_guard(d, &job.tool.spec.policy) {
+        guarded.proceed = true;
+        return guarded;
+    }
+    // Boxed: the guard's future is larger than the rest of a call's together, and most
+    // calls never need it.
+    guarded.proceed = Box::pin(guard(d, job, result, &mut guarded, place)).await;
     guarded
+}
+
+/// Whether steps 7 and 8 have nothing to do for a call under `policy`: no idempotency key
+/// to claim or replay, no approval that may be asked for or applied, no run to claim it in.
+fn nothing_to_guard(d: &CallDurable, policy: &Policy) -> bool {
+    policy.idempotency.mode == IdempotencyMode::Off
+        && !d.claims
+        && d.approved.is_none()
+        && !approval::may_require(policy, &d.shared.rules, d.shared.predicate.is_some())
 }
 
 async fn guard(
@@ -453,15 +468,16 @@ async fn claim_in_run(d: &CallDurable, job: &Job) -> Result<RunClaim, NotClaimed
 /// Records what the call came to: its idempotency record, and in a resumed run, its
 /// finished record (or, when it went pending, frees it for a later resume). A store failure here is kept on the result's detail: the call ran.
 /// The call gives its `place` up while it waits.
-pub async fn after(
-    d: &CallDurable,
-    mut guarded: Guarded,
-    result: &mut CallResult,
-    place: &mut Place,
-) {
+pub async fn after(d: &CallDurable, guarded: Guarded, result: &mut CallResult, place: &mut Place) {
     if guarded.idempotency.is_none() && guarded.run_call.is_none() {
         return;
     }
+    // Boxed, like the guard: inline, it made every call's future larger.
+    Box::pin(record(d, guarded, result, place)).await
+}
+
+/// [`after`] for a call with records to write.
+async fn record(d: &CallDurable, mut guarded: Guarded, result: &mut CallResult, place: &mut Place) {
     place.step_out();
     let store = d.shared.store.as_ref();
     let done = &*result;
