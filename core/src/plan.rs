@@ -76,12 +76,7 @@ impl Plan {
             })
             .collect();
         // Each id's first call: any other call with that id is a duplicate.
-        let index: HashMap<&str, usize> = ids
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(i, id)| (id.as_ref(), i))
-            .collect();
+        let index = FirstOf::new(&ids);
 
         // First pass: per-call checks, and the calls each one names (its `depends_on` and
         // the `$from` references in its arguments) as indices.
@@ -99,7 +94,7 @@ impl Plan {
             };
             deps_of.push(Vec::new());
             unknown.push(None);
-            if index.get(id) != Some(&i) {
+            if index.get(id) != Some(i) {
                 entries.push(refuse(
                     ErrorCode::InvalidRequest,
                     format!("call id {id:?} is used twice in this batch"),
@@ -142,7 +137,7 @@ impl Plan {
             for d in named {
                 match index.get(d.as_str()) {
                     // A call naming itself is a cycle of one, refused with the others.
-                    Some(&j) => deps_of[i].push(j),
+                    Some(j) => deps_of[i].push(j),
                     None => {
                         unknown[i] = Some(format!(
                             "it depends on call {d:?}, which is not in this batch"
@@ -288,6 +283,39 @@ fn unknown_tool(
     )
     .with("suggestions", nearest);
     CallResult::refused(id, name, Envelope::Error(err))
+}
+
+/// Each id's first call in a batch. A batch of a few calls (most are) finds an id by
+/// scanning them, which costs less than hashing every id into a map first.
+enum FirstOf<'a> {
+    Scan(&'a [Cow<'a, str>]),
+    Map(HashMap<&'a str, usize>),
+}
+
+impl<'a> FirstOf<'a> {
+    /// Batches up to this many calls are scanned.
+    const SCAN_MAX: usize = 8;
+
+    fn new(ids: &'a [Cow<'a, str>]) -> Self {
+        if ids.len() <= Self::SCAN_MAX {
+            return FirstOf::Scan(ids);
+        }
+        // Reversed, so that the first call of an id is the one kept.
+        FirstOf::Map(
+            ids.iter()
+                .enumerate()
+                .rev()
+                .map(|(i, id)| (id.as_ref(), i))
+                .collect(),
+        )
+    }
+
+    fn get(&self, id: &str) -> Option<usize> {
+        match self {
+            FirstOf::Scan(ids) => ids.iter().position(|known| known == id),
+            FirstOf::Map(map) => map.get(id).copied(),
+        }
+    }
 }
 
 /// Collects the call ids referenced by `{"$from": ...}` objects.

@@ -109,3 +109,37 @@ fn a_tool_after_another_waits_for_its_calls_without_failing_with_them() {
     };
     assert_eq!((t.deps.clone(), t.order_only.clone()), (vec![1], vec![1]));
 }
+
+#[test]
+fn a_large_batch_finds_ids_as_a_small_one_does() {
+    // Small batches scan their ids, larger ones hash them: the same calls padded past the
+    // scan's reach must plan alike, duplicates and dependencies included.
+    let head = || {
+        let mut later = Call::new("later", "b", json!({}));
+        later.depends_on = vec!["first".into(), "gone".into()];
+        let mut on_dup = Call::new("on_dup", "a", json!({}));
+        on_dup.depends_on = vec!["dup".into()];
+        vec![
+            Call::new("first", "a", json!({})),
+            Call::new("dup", "a", json!({})),
+            Call::new("dup", "b", json!({})),
+            later,
+            on_dup,
+        ]
+    };
+    let small = outline(&plan(&head()));
+    let mut large_calls = head();
+    large_calls.extend((0..20).map(|i| Call::new(format!("pad{i}"), "a", json!({}))));
+    let large = outline(&plan(&large_calls));
+    assert_eq!(large[..small.len()], small[..]);
+    assert_eq!(
+        small,
+        vec![
+            ("first".into(), Ok(vec![])),
+            ("dup".into(), Ok(vec![])),
+            ("dup".into(), Err(ErrorCode::InvalidRequest)),
+            ("later".into(), Err(ErrorCode::UnknownDependency)),
+            ("on_dup".into(), Ok(vec![1])),
+        ]
+    );
+}

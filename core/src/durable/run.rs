@@ -453,7 +453,7 @@ pub async fn list(store: &dyn StateStore, limit: usize) -> Result<Vec<RunRecord>
 pub(crate) async fn finish_pass(
     tools: &Snapshot,
     started: Started,
-    kept: (Vec<Call>, Caller, BatchOptions),
+    kept: (Vec<Call>, Arc<Caller>, BatchOptions),
     out: BatchResult,
 ) -> BatchResult {
     let Started { pass, prior, lease } = started;
@@ -475,7 +475,7 @@ pub(crate) async fn finish_pass(
 pub(crate) async fn persist(
     tools: &Snapshot,
     pass: &Pass,
-    fresh: Option<(Vec<Call>, Caller)>,
+    fresh: Option<(Vec<Call>, Arc<Caller>)>,
     options: &BatchOptions,
     out: BatchResult,
     prior: Option<Box<(RunRecord, u64)>>,
@@ -506,7 +506,7 @@ pub(crate) async fn persist(
 async fn record_run(
     tools: &Snapshot,
     pass: &Pass,
-    fresh: Option<(Vec<Call>, Caller)>,
+    fresh: Option<(Vec<Call>, Arc<Caller>)>,
     options: &BatchOptions,
     mut out: BatchResult,
     prior: Option<Box<(RunRecord, u64)>>,
@@ -533,7 +533,12 @@ async fn record_run(
         None => {
             let (calls, caller) = fresh.unwrap_or_default();
             (
-                RunRecord::first_pass(&pass.run_id, caller, calls, options.clone()),
+                RunRecord::first_pass(
+                    &pass.run_id,
+                    Arc::unwrap_or_clone(caller),
+                    calls,
+                    options.clone(),
+                ),
                 Expect::Absent,
             )
         }

@@ -297,11 +297,11 @@ impl Engine {
         options.host = live.host;
         // The run's own trace when it has one, else the resumer's.
         options.traceparent = options.traceparent.or(live.traceparent);
-        let (calls, caller) = (&record.calls, &record.caller);
+        let (calls, caller) = (&record.calls, Arc::new(record.caller.clone()));
         let started_by = options.atomic.then(|| caller.clone());
         let tools = self.registry.snapshot();
         let pass_batch =
-            |door| Batch::new(self, &tools, calls, caller, &options, pass.clone(), door).drive();
+            |door| Batch::new(self, &tools, calls, &caller, &options, pass.clone(), door).drive();
         // Boxed: only the passes of tools that call tools carry what serving them takes.
         let out = if tools.calling() {
             Box::pin(self.serving(pass_batch)).await

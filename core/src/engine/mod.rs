@@ -118,6 +118,8 @@ impl Engine {
         // Durable runs (`durable/run.rs`): the batch is a run that may suspend, resume,
         // roll back.
         run::number_calls(&mut calls);
+        // Shared with the batch's jobs rather than copied for them.
+        let caller = Arc::new(caller);
         let cancel = run::batch_token(&mut options, self.durable.explicit_store);
         let started = run::start(&self.durable, &calls, &caller, &options, &cancel).await;
         // Who a rollback's audit records name: the batch's caller, and its parent call when
