@@ -52,7 +52,8 @@ struct Request {
     caller: Arc<Caller>,
     run_id: Arc<str>,
     app_key: Option<Arc<str>>,
-    args: Value,
+    /// Written out when the call was queued.
+    args: Box<RawValue>,
     listened: bool,
     calls: bool,
 }
@@ -140,7 +141,7 @@ struct Drained<'a> {
         &'a str,
         u32,
         usize,
-        &'a Value,
+        &'a RawValue,
         usize,
         Option<&'a str>,
         bool,
@@ -224,7 +225,7 @@ impl Shared {
                 r.call_id.as_ref(),
                 r.attempt,
                 index,
-                &r.args,
+                &*r.args,
                 run,
                 r.app_key.as_deref(),
                 r.listened,
@@ -353,7 +354,7 @@ impl Dispatcher {
     pub fn call(
         &self,
         tool: u32,
-        args: Value,
+        args: &Value,
         ctx: &ToolContext,
     ) -> (u64, oneshot::Receiver<Settled>) {
         let (token, rx) = self.pending();
@@ -366,6 +367,10 @@ impl Dispatcher {
             };
             lock(&self.shared.reach).insert(token, reach);
         }
+        // Written out before the queue is locked. A `Value` always writes out: its keys
+        // are strings.
+        let text =
+            serde_json::value::to_raw_value(args).unwrap_or_else(|_| RawValue::NULL.to_owned());
         let wake = {
             let mut q = lock(&self.shared.queue);
             q.calls.push(Request {
@@ -376,7 +381,7 @@ impl Dispatcher {
                 caller: ctx.caller.clone(),
                 run_id: ctx.run_id.clone(),
                 app_key: ctx.app_key.clone(),
-                args,
+                args: text,
                 listened,
                 calls,
             });

@@ -24,6 +24,12 @@ impl JsHandler {
 
 impl Handler for JsHandler {
     fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+        self.call_ref(&args, ctx)
+    }
+
+    /// The arguments are written out here, for the JS thread to read with the rest of its
+    /// queue: no copy of them waits in the queue.
+    fn call_ref(&self, args: &Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
         let (token, rx) = self.dispatcher.call(self.tool, args, &ctx);
         let dispatcher = self.dispatcher.clone();
         Box::pin(async move {

@@ -177,7 +177,7 @@ pub async fn run_job(
                 })
             }),
         };
-        let run = AssertUnwindSafe(handler.call(job.arguments.clone(), ctx)).catch_unwind();
+        let run = AssertUnwindSafe(handler.call_ref(&job.arguments, ctx)).catch_unwind();
         let outcome = match timeout {
             Some(limit) => match tokio::time::timeout(limit, run).await {
                 Ok(done) => done,

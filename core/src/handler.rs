@@ -30,6 +30,14 @@ pub trait Handler: Send + Sync + 'static {
     /// Runs the tool with validated arguments. The future may be dropped (timeout,
     /// cancellation); `ctx.cancel` fires first so foreign handlers can stop too.
     fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult>;
+
+    /// [`Handler::call`] with arguments lent rather than given: what the engine calls, since
+    /// the call's result keeps its arguments. By default it hands `call` a copy; a handler
+    /// that only reads them (one that writes them out for another language, or reads them
+    /// into a type) overrides it and skips the copy.
+    fn call_ref(&self, args: &Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+        self.call(args.clone(), ctx)
+    }
 }
 
 /// What a handler knows about the call it runs.

@@ -1,6 +1,6 @@
 //! A tool ready to register: its spec plus the handler that runs it.
 
-use crate::handler::{Handler, HandlerError, HandlerResult, ToolContext, handler_fn};
+use crate::handler::{BoxFuture, Handler, HandlerError, HandlerResult, ToolContext, handler_fn};
 use crate::policy::Policy;
 use crate::spec::ToolSpec;
 use schemars::JsonSchema;
@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// A tool: spec and handler. A tool without a handler is executed by someone else (a
@@ -81,17 +82,11 @@ impl Tool {
     {
         let schema = serde_json::to_value(schemars::schema_for!(A))
             .unwrap_or_else(|_| serde_json::json!({}));
-        let f = Arc::new(f);
-        Tool::from_fn(name, description, schema, move |args, ctx| {
-            let f = f.clone();
-            async move {
-                // The schema already passed, so a failure here is a mismatch between the
-                // derived schema and serde's view of `A`: an app bug, not the model's.
-                let args: A = serde_json::from_value(args).map_err(HandlerError::unexpected)?;
-                let out = f(args, ctx).await?;
-                serde_json::to_value(out).map_err(HandlerError::unexpected)
-            }
-        })
+        let handler = Typed {
+            f,
+            args: PhantomData,
+        };
+        Tool::new(ToolSpec::new(name, description, schema), Arc::new(handler))
     }
 
     /// A client-side tool: registered so models can call it, executed elsewhere.
@@ -135,5 +130,34 @@ impl Tool {
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.spec.output_schema = Some(schema);
         self
+    }
+}
+
+/// A typed tool's handler ([`Tool::typed`]): reads the arguments it is lent into `A`, with
+/// no copy of them first.
+struct Typed<A, F> {
+    f: F,
+    args: PhantomData<fn() -> A>,
+}
+
+impl<A, O, F, Fut> Handler for Typed<A, F>
+where
+    A: DeserializeOwned + Send + 'static,
+    O: Serialize + Send + 'static,
+    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, HandlerError>> + Send + 'static,
+{
+    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+        self.call_ref(&args, ctx)
+    }
+
+    fn call_ref(&self, args: &Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+        // The schema already passed, so a failure here is a mismatch between the derived
+        // schema and serde's view of `A`: an app bug, not the model's.
+        let run = <A as serde::Deserialize>::deserialize(args).map(|args| (self.f)(args, ctx));
+        Box::pin(async move {
+            let out = run.map_err(HandlerError::unexpected)?.await?;
+            serde_json::to_value(out).map_err(HandlerError::unexpected)
+        })
     }
 }
