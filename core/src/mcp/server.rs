@@ -336,7 +336,8 @@ impl Session {
                 return result.envelope;
             }
             if result.status == CallStatus::PendingApproval {
-                return self.approve(result, run_id, &caller, context).await;
+                // Boxed, like asking for fields below: rare, and large inline.
+                return Box::pin(self.approve(result, run_id, &caller, context)).await;
             }
             let Envelope::Needs(fields) = &result.envelope else {
                 return result.envelope;
@@ -348,7 +349,7 @@ impl Session {
                 .map(|t| t.spec.clone());
             let answered = match spec {
                 Some(spec) if asked < NEEDS_ROUNDS => {
-                    elicit::fields(&context.peer, &spec, fields, &context.ct).await
+                    Box::pin(elicit::fields(&context.peer, &spec, fields, &context.ct)).await
                 }
                 _ => None,
             };
@@ -470,7 +471,9 @@ impl ServerHandler for Session {
             ));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let envelope = self.call(&request.name, arguments, &context).await;
+        // Boxed: rmcp runs every request in a task whose future is as large as the largest
+        // handler's, and moves it whole as it spawns it; inline, this one made it 12 KB.
+        let envelope = Box::pin(self.call(&request.name, arguments, &context)).await;
         Ok(wire::result(&envelope).into())
     }
 }
