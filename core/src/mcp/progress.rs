@@ -26,19 +26,24 @@ where
     F: FnOnce(BatchOptions) -> Fut,
     Fut: Future,
 {
-    let Some(token) = context.meta.get_progress_token() else {
-        return run(options).await;
-    };
-    let (tx, mut reports) = tokio::sync::mpsc::unbounded_channel();
-    options.progress = Some(tx);
-    let mut notes = Notes::new(token);
+    let heard = context.meta.get_progress_token().map(|token| {
+        let (tx, reports) = tokio::sync::mpsc::unbounded_channel();
+        options.progress = Some(tx);
+        (token, reports)
+    });
+    // One future of the batch for both ways below: two made this one twice its size.
     let run = run(options);
     tokio::pin!(run);
+    let Some((token, mut reports)) = heard else {
+        return run.await;
+    };
+    let mut notes = Notes::new(token);
     let first = tokio::select! {
         biased;
         out = &mut run => {
             while let Ok(event) = reports.try_recv() {
-                if !notes.send(&context.peer, event).await {
+                // Boxed: rare (reports still queued when the call ended), and large inline.
+                if !Box::pin(notes.send(&context.peer, event)).await {
                     break;
                 }
             }
