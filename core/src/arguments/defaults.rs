@@ -133,7 +133,6 @@ impl Defaults {
     /// value breaks the schema is taken out again. Returns the JSON Pointers of what it
     /// filled.
     pub fn apply(&self, arguments: &mut Value, schema: &CompiledSchema) -> Vec<String> {
-        let before = arguments.clone();
         let filled = self.fill(arguments);
         if filled.is_empty() || schema.is_valid(arguments) {
             return filled;
@@ -147,18 +146,22 @@ impl Defaults {
             under(at, filled) || under(filled, at)
         };
         let (bad, mut good): (Vec<String>, Vec<String>) = filled
-            .into_iter()
+            .iter()
+            .cloned()
             .partition(|p| broken.iter().any(|at| touches(p, at)));
         for p in &bad {
             remove(arguments, p);
         }
         good.retain(|g| !bad.iter().any(|b| g.starts_with(&format!("{b}/"))));
         if schema.is_valid(arguments) {
-            good
-        } else {
-            *arguments = before;
-            Vec::new()
+            return good;
         }
+        // Back to what was sent: filling only added keys, so taking them out, the newest
+        // first, restores it (a copy made up front would cost every call with defaults).
+        for p in filled.iter().rev() {
+            remove(arguments, p);
+        }
+        Vec::new()
     }
 
     /// Fills what `arguments` leaves out; returns the JSON Pointers of what it filled. Values
@@ -179,21 +182,35 @@ impl Defaults {
         filled: &mut Vec<String>,
     ) {
         for field in &self.fields {
-            let len = at.len();
-            at.push('/');
-            at.push_str(&field.name.replace('~', "~0").replace('/', "~1"));
             if !object.contains_key(&field.name)
                 && let Some(default) = &field.default
             {
                 object.insert(field.name.clone(), default.clone());
-                filled.push(at.clone());
+                let mut pointer = at.clone();
+                push_token(&mut pointer, &field.name);
+                filled.push(pointer);
             }
             if let (Some(nested), Some(Value::Object(inner))) =
                 (&field.nested, object.get_mut(&field.name))
             {
+                let len = at.len();
+                push_token(at, &field.name);
                 nested.fill_object(inner, at, filled);
+                at.truncate(len);
             }
-            at.truncate(len);
+        }
+    }
+}
+
+/// Appends `/name` to a JSON Pointer, `~` and `/` escaped; a property that is there costs
+/// nothing, so the pointer is only written for what is filled or walked into.
+fn push_token(pointer: &mut String, name: &str) {
+    pointer.push('/');
+    for c in name.chars() {
+        match c {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            c => pointer.push(c),
         }
     }
 }
@@ -205,7 +222,8 @@ fn remove(value: &mut Value, pointer: &str) {
     };
     let key = key.replace("~1", "/").replace("~0", "~");
     if let Some(Value::Object(object)) = value.pointer_mut(parent) {
-        object.remove(&key);
+        // Shifted, not swapped: the keys after it keep their order.
+        object.shift_remove(&key);
     }
 }
 
@@ -297,6 +315,35 @@ mod tests {
         assert_eq!(given["unit"], Value::Null);
         let mut odd = json!("not an object");
         assert!(defaults.fill(&mut odd).is_empty());
+    }
+
+    #[test]
+    fn defaults_that_break_the_schema_are_taken_out_and_the_rest_keeps_its_order() {
+        let resources = crate::schema::SchemaResources::default();
+        // A default that breaks its own property is dropped; the others stay, in order.
+        let schema = json!({"type": "object", "properties": {
+            "a": {"default": 1}, "b": {"type": "integer", "default": "x"},
+            "y": {"default": 2}, "z": {"default": 3}}});
+        let compiled = CompiledSchema::compile(&schema, &resources).unwrap();
+        let mut args = json!({"q": 0});
+        let filled = Defaults::of(&schema).unwrap().apply(&mut args, &compiled);
+        assert_eq!(filled, ["/a", "/y", "/z"]);
+        let keys: Vec<&String> = args.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["q", "a", "y", "z"]);
+        // Defaults that together break a rule no pointer ties to them: the arguments go
+        // back to exactly what was sent.
+        let schema = json!({"type": "object",
+            "properties": {"c": {}, "a": {"default": 1}, "z": {"default": 3}},
+            "dependentSchemas": {"a": {"properties": {"c": {"const": 1}}}}});
+        let compiled = CompiledSchema::compile(&schema, &resources).unwrap();
+        let sent = json!({"c": 2, "q": 0});
+        let mut args = sent.clone();
+        assert!(compiled.is_valid(&args));
+        let filled = Defaults::of(&schema).unwrap().apply(&mut args, &compiled);
+        assert!(filled.is_empty(), "{filled:?}");
+        assert_eq!(args, sent);
+        let keys: Vec<&String> = args.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["c", "q"]);
     }
 
     #[test]
