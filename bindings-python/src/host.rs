@@ -22,7 +22,7 @@ use crate::outcome;
 use crate::results::PyBatchResult;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyType};
+use pyo3::types::{PyList, PyType, PyWeakrefMethods, PyWeakrefReference};
 use pyo3_async_runtimes::TaskLocals;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,7 +98,11 @@ pub enum Awaitable {
 
 enum SlotState {
     Queued,
-    Running(Py<PyAny>),
+    /// Its task, weakly: the task's guard coroutine holds this slot (through `TaskSettle`),
+    /// and a strong reference back would keep a task cancelled before its first step alive
+    /// for ever, with the `TaskSettle` that settles the call when it is dropped. The loop
+    /// keeps a running task alive, and what it awaits keeps a waiting one.
+    Running(Py<PyWeakrefReference>),
     Finished,
     Abandoned,
 }
@@ -400,14 +404,7 @@ impl BatchHost {
             slot.finish(outcome::from_value(&obj));
             return Ok(());
         };
-        task.call_method1(
-            pyo3::intern!(py, "add_done_callback"),
-            (TaskDone {
-                slot: slot.clone(),
-                host: self.clone(),
-            },),
-        )?;
-        *state = SlotState::Running(task.unbind());
+        *state = SlotState::Running(PyWeakrefReference::new(&task)?.unbind());
         Ok(())
     }
 
@@ -531,10 +528,12 @@ pub(crate) fn resolve(future: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyR
 
 fn cancel_task(py: Python<'_>, slot: &TaskSlot) -> PyResult<()> {
     let task = match &*lock(&slot.state) {
-        SlotState::Running(task) => task.clone_ref(py),
+        SlotState::Running(task) => task.bind(py).upgrade(),
         _ => return Ok(()),
     };
-    task.bind(py).call_method0("cancel")?;
+    if let Some(task) = task {
+        task.call_method0("cancel")?;
+    }
     Ok(())
 }
 
@@ -545,28 +544,43 @@ fn asyncio(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         .map(|m| m.bind(py))
 }
 
-/// `guarded(awaitable, settle)`: awaits it, turning a `SystemExit` into an ordinary
-/// exception. An asyncio task re-raises `SystemExit` out of the event loop itself, so a
-/// handler calling `sys.exit()` would end the app's loop (and `run_sync`); here it fails its
-/// own call (`internal_error`, the exit in the detail). `KeyboardInterrupt` still goes
-/// through: it is the user's Ctrl-C.
+/// `guarded(awaitable, settle)`: awaits it and hands what came of it to `settle`
+/// (`TaskSettle`) in the task's own last step, rather than in a done callback a turn of the
+/// loop later, which the batch would wait for (and which would cost every call a loop
+/// callback). What it hands over:
 ///
-/// A value the handler returned is handed to `settle` (`TaskSettle`) in the task's own last
-/// step: its done callback would run a turn of the loop later, and the batch would wait for
-/// that turn. A handler that raised or was cancelled is settled by the done callback
-/// (`TaskDone`).
+/// - the value returned;
+/// - an exception raised, which the task then does not raise again, so asyncio has none to
+///   log as never retrieved. `SystemExit` is handed over as a `RuntimeError`: an asyncio task
+///   re-raises it out of the event loop itself, so a handler calling `sys.exit()` would end
+///   the app's loop (and `run_sync`); here it fails its own call (`internal_error`);
+/// - a cancellation, which the task then raises again, so it ends cancelled (and the same
+///   for a task collected while it waited on what nothing will ever finish: `GeneratorExit`);
+/// - `KeyboardInterrupt`, raised again: it is the user's Ctrl-C.
+///
+/// A task cancelled before its first step never runs this; its `settle` is dropped unused
+/// and settles the call then (`TaskSettle`'s `Drop`).
 fn exit_guard(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static GUARD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     GUARD
         .get_or_try_init(py, || {
-            let code = c"async def guarded(awaitable, settle):
+            let code = c"from asyncio import CancelledError
+
+async def guarded(awaitable, settle):
     try:
         value = await awaitable
+    except (CancelledError, GeneratorExit, KeyboardInterrupt) as error:
+        settle(None, error)
+        raise
     except SystemExit as exit:
-        raise RuntimeError(
+        settle(None, RuntimeError(
             f'the handler raised SystemExit({exit.code!r}); a handler cannot end the process'
-        ) from None
-    settle(value)
+        ))
+        return None
+    except BaseException as error:
+        settle(None, error)
+        return None
+    settle(value, None)
     return value
 ";
             Ok(pyo3::types::PyModule::from_code(
@@ -605,41 +619,8 @@ impl Drain {
     }
 }
 
-/// A handler task's done callback: reads its outcome and hands it to the core.
-#[pyclass(frozen)]
-struct TaskDone {
-    slot: Arc<TaskSlot>,
-    host: Arc<BatchHost>,
-}
-
-#[pymethods]
-impl TaskDone {
-    fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) {
-        if self.slot.is_finished() {
-            // Settled by `TaskSettle` in the task's last step.
-            return;
-        }
-        let cancelled = task
-            .call_method0(pyo3::intern!(py, "cancelled"))
-            .and_then(|c| c.is_truthy())
-            .unwrap_or(false);
-        let result = if cancelled {
-            Err(HandlerError::Tool(tooljig::ToolError::new(
-                ErrorCode::Cancelled,
-                "the tool's task was cancelled",
-            )))
-        } else {
-            match task.call_method0(pyo3::intern!(py, "result")) {
-                Ok(value) => outcome::from_value(&value),
-                Err(e) => Err(outcome::from_error(py, &e)),
-            }
-        };
-        self.host.task_done(py, &self.slot, result);
-    }
-}
-
-/// Called by the guard coroutine (`exit_guard`) with what the handler returned, in the task's
-/// last step: the call settles now, not a turn of the loop later in the done callback.
+/// Called by the guard coroutine (`exit_guard`) in the handler task's last step with what
+/// the handler returned or raised: the call settles now, on this thread.
 #[pyclass(frozen)]
 struct TaskSettle {
     slot: Arc<TaskSlot>,
@@ -648,10 +629,35 @@ struct TaskSettle {
 
 #[pymethods]
 impl TaskSettle {
-    fn __call__(&self, py: Python<'_>, value: &Bound<'_, PyAny>) {
-        self.host
-            .task_done(py, &self.slot, outcome::from_value(value));
+    fn __call__(&self, py: Python<'_>, value: &Bound<'_, PyAny>, error: Option<&Bound<'_, PyAny>>) {
+        let result = match error {
+            None => outcome::from_value(value),
+            Some(e) if e.is_instance_of::<pyo3::exceptions::asyncio::CancelledError>() => {
+                Err(cancelled("the tool's task was cancelled"))
+            }
+            Some(e) if e.is_instance_of::<pyo3::exceptions::PyGeneratorExit>() => Err(cancelled(
+                "the tool's task was collected while it waited for what nothing would finish",
+            )),
+            Some(e) => Err(outcome::from_error(py, &PyErr::from_value(e.clone()))),
+        };
+        self.host.task_done(py, &self.slot, result);
     }
+}
+
+impl Drop for TaskSettle {
+    /// Unused: the task was cancelled before its first step (or dropped unrun), so the guard
+    /// never ran. The call must not wait for it for ever.
+    fn drop(&mut self) {
+        if !self.slot.is_finished() {
+            self.slot.finish(Err(cancelled(
+                "the tool's task was cancelled before it started",
+            )));
+        }
+    }
+}
+
+fn cancelled(message: &str) -> HandlerError {
+    HandlerError::Tool(ToolError::new(ErrorCode::Cancelled, message))
 }
 
 #[cfg(unix)]

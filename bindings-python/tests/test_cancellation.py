@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections.abc import Coroutine
+from typing import Any
 
 import pytest
 
@@ -262,3 +264,105 @@ def test_system_exit_in_an_async_handler_fails_that_call_alone() -> None:
     )
     assert result.returncode == 0, result
     assert result.stdout.split() == ["internal_error", "here", "True"], result
+
+
+def _handler_of(task: asyncio.Task[object]) -> str:
+    """The name of the handler a tooljig handler task runs (its guard awaits the handler's
+    coroutine), or ''."""
+    frame = getattr(task.get_coro(), "cr_frame", None)
+    inner = frame.f_locals.get("awaitable") if frame is not None else None
+    return getattr(inner, "__name__", "")
+
+
+async def test_a_handler_task_cancelled_by_another_handler_ends_its_call(
+    engine: tooljig.Engine,
+) -> None:
+    # A hostile handler cancels another handler's task while it waits: that call ends as
+    # cancelled at once, not at its 30 s timeout, and the hostile one goes on.
+    waiting = asyncio.Event()
+
+    @engine.tool
+    async def victim() -> str:
+        waiting.set()
+        await asyncio.sleep(30)
+        return "woke"
+
+    @engine.tool
+    async def killer() -> int:
+        await waiting.wait()
+        victims = [t for t in asyncio.all_tasks() if _handler_of(t) == "victim"]
+        for task in victims:
+            task.cancel()
+        return len(victims)
+
+    calls = [{"id": "v", "tool": "victim"}, {"id": "k", "tool": "killer"}]
+    out = await asyncio.wait_for(engine.run(calls), 5)
+    assert out.get("k").envelope == {"ok": True, "data": 1}
+    assert out.get("v").error_code == "cancelled"
+
+
+# The handler's coroutine is made, then never awaited: Python says so.
+@pytest.mark.filterwarnings("ignore:coroutine .*doomed' was never awaited:RuntimeWarning")
+async def test_a_handler_task_cancelled_before_its_first_step_ends_its_call(
+    engine: tooljig.Engine,
+) -> None:
+    # Its task cancelled as it is made (an app's task factory here; `asyncio.run` does the
+    # same to every task left when it ends), the handler never runs, nor does the code that
+    # would settle its call: the call still ends as cancelled, at once.
+    loop = asyncio.get_running_loop()
+    ran: list[str] = []
+
+    def factory(
+        loop: asyncio.AbstractEventLoop, coro: Coroutine[object, object, object], **kwargs: Any
+    ) -> asyncio.Task[object]:
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        if _handler_of(task) == "doomed":
+            task.cancel()
+        return task
+
+    @engine.tool
+    async def doomed() -> str:
+        ran.append("doomed")
+        return "ran"
+
+    @engine.tool
+    async def spared() -> str:
+        return "ran"
+
+    loop.set_task_factory(factory)
+    try:
+        calls = [{"id": "d", "tool": "doomed"}, {"id": "s", "tool": "spared"}]
+        out = await asyncio.wait_for(engine.run(calls), 5)
+    finally:
+        loop.set_task_factory(None)
+    assert out.get("s").envelope == {"ok": True, "data": "ran"}
+    assert out.get("d").error_code == "cancelled"
+    assert out.get("d").envelope["error"]["message"] == (
+        "the tool's task was cancelled before it started"
+    )
+    assert ran == []
+
+
+async def test_a_handler_that_raises_leaves_asyncio_nothing_to_report(
+    engine: tooljig.Engine,
+) -> None:
+    # The call takes the exception; the task does not keep it for asyncio to log as never
+    # retrieved when it is collected.
+    import gc
+
+    reported: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+
+    @engine.tool
+    async def broken() -> None:
+        raise ValueError("no luck")
+
+    out = await engine.run([{"tool": "broken"}] * 3)
+    assert [r.error_code for r in out] == ["internal_error"] * 3
+    assert "ValueError: no luck" in (out[0].detail or "")
+    del out
+    gc.collect()
+    await asyncio.sleep(0)
+    loop.set_exception_handler(None)
+    assert reported == []
