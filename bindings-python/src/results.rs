@@ -4,9 +4,23 @@ use crate::convert;
 use pyo3::exceptions::{PyIndexError, PyKeyError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyList;
+use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
-use tooljig::{BatchResult, CallResult};
+use tooljig::{BatchResult, CallResult, Envelope};
+
+/// The envelope as Python objects, keys in the core's order. `ok`, nearly every envelope, is
+/// built from its data where it lies: through `to_value` the data would be copied whole first.
+fn envelope_to_py<'py>(py: Python<'py>, envelope: &Envelope) -> PyResult<Bound<'py, PyAny>> {
+    match envelope {
+        Envelope::Ok(data) => {
+            let dict = PyDict::new(py);
+            dict.set_item(pyo3::intern!(py, "ok"), true)?;
+            dict.set_item(pyo3::intern!(py, "data"), convert::to_py(py, data)?)?;
+            Ok(dict.into_any())
+        }
+        other => convert::to_py(py, &other.to_value()),
+    }
+}
 
 /// The result of one call: the envelope for the model, and what the app needs beside it.
 /// Fields added to the core later are readable as `result["field"]` and in `to_dict()`.
@@ -53,7 +67,7 @@ impl PyCallResult {
     #[getter]
     fn envelope<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let cached = self.envelope.get_or_try_init(py, || {
-            convert::to_py(py, &self.inner.envelope.to_value()).map(Bound::unbind)
+            envelope_to_py(py, &self.inner.envelope).map(Bound::unbind)
         })?;
         Ok(cached.bind(py).clone())
     }

@@ -58,3 +58,41 @@ async def test_a_batch_result_is_a_sequence_in_call_order(engine: tooljig.Engine
     assert d["duration_us"] == out.duration_us and len(d["results"]) == 3
     with pytest.raises(IndexError):
         out[3]
+
+
+async def test_every_kind_of_envelope_reads_as_its_json(engine: tooljig.Engine) -> None:
+    # `envelope` builds the common `ok` envelope itself: the same keys, in the same order,
+    # as the JSON every language shares.
+    @engine.tool
+    def nested(n: int) -> dict[str, object]:
+        return {"z": [n, {"b": None, "a": 1.5}], "a": "x"}
+
+    @engine.tool
+    def failing() -> None:
+        raise tooljig.ToolError("rate_limited", "slow down", retryable=True)
+
+    @engine.tool(output_schema={"type": "object", "required": ["never"]})
+    def unchecked() -> dict[str, int]:
+        return {"n": 1}
+
+    @engine.tool
+    def asking() -> None:
+        raise tooljig.Needs("date", "party_size")
+
+    out = await engine.run(
+        [
+            {"tool": "nested", "arguments": {"n": 7}},
+            {"tool": "failing"},
+            {"tool": "unchecked"},
+            {"tool": "nested", "arguments": {}},
+            {"tool": "nope"},
+            {"tool": "asking"},
+        ]
+    )
+    for r in out:
+        shared = json.loads(r.envelope_json())
+        assert r.envelope == shared
+        assert json.dumps(r.envelope) == json.dumps(shared)
+    assert out[0].envelope == {"ok": True, "data": {"z": [7, {"b": None, "a": 1.5}], "a": "x"}}
+    assert [r.ok for r in out] == [True, False, False, False, False, False]
+    assert "needs" in out[-1].envelope
