@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
+use std::fmt::Write;
 
 /// Deepest nesting converted. Deeper values (or a list that contains itself) are refused
 /// instead of overflowing the stack.
@@ -64,7 +65,7 @@ fn convert(
     obj: &Bound<'_, PyAny>,
     depth: usize,
     fallback: bool,
-    path: &mut Vec<String>,
+    path: &mut Vec<Step>,
 ) -> PyResult<Value> {
     if depth > MAX_DEPTH {
         return Err(PyValueError::new_err(format!(
@@ -131,7 +132,7 @@ fn convert(
     convert(&plain, depth, false, path)
 }
 
-fn int(i: &Bound<'_, PyInt>, path: &[String]) -> PyResult<Value> {
+fn int(i: &Bound<'_, PyInt>, path: &[Step]) -> PyResult<Value> {
     if let Ok(v) = i.extract::<i64>() {
         return Ok(Value::from(v));
     }
@@ -145,7 +146,7 @@ fn int(i: &Bound<'_, PyInt>, path: &[String]) -> PyResult<Value> {
     )))
 }
 
-fn float(f: f64, path: &[String]) -> PyResult<Value> {
+fn float(f: f64, path: &[Step]) -> PyResult<Value> {
     Number::from_f64(f).map(Value::Number).ok_or_else(|| {
         PyValueError::new_err(format!(
             "float at {} is {f}, which JSON cannot represent",
@@ -158,21 +159,22 @@ fn dict(
     d: &Bound<'_, PyDict>,
     depth: usize,
     fallback: bool,
-    path: &mut Vec<String>,
+    path: &mut Vec<Step>,
 ) -> PyResult<Value> {
     let mut map = Map::with_capacity(d.len());
     for (k, v) in d.iter() {
-        let key = key(&k, path)?;
-        path.push(key.clone());
+        // The key goes on the path while its value converts, then into the map: no copy.
+        path.push(Step::Key(key(&k, path)?));
         let value = convert(&v, depth + 1, fallback, path)?;
-        path.pop();
-        map.insert(key, value);
+        if let Some(Step::Key(key)) = path.pop() {
+            map.insert(key, value);
+        }
     }
     Ok(Value::Object(map))
 }
 
 /// Dict keys as `json.dumps` writes them: strings as they are, numbers and bools in text.
-fn key(k: &Bound<'_, PyAny>, path: &[String]) -> PyResult<String> {
+fn key(k: &Bound<'_, PyAny>, path: &[Step]) -> PyResult<String> {
     if let Ok(s) = k.cast::<PyString>() {
         return Ok(s.to_str()?.to_owned());
     }
@@ -197,18 +199,18 @@ fn sequence<'py>(
     items: impl Iterator<Item = Bound<'py, PyAny>>,
     depth: usize,
     fallback: bool,
-    path: &mut Vec<String>,
+    path: &mut Vec<Step>,
 ) -> PyResult<Value> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(items.size_hint().0);
     for (i, item) in items.enumerate() {
-        path.push(i.to_string());
+        path.push(Step::Index(i));
         out.push(convert(&item, depth + 1, fallback, path)?);
         path.pop();
     }
     Ok(Value::Array(out))
 }
 
-fn not_json(obj: &Bound<'_, PyAny>, path: &[String], why: Option<String>) -> PyErr {
+fn not_json(obj: &Bound<'_, PyAny>, path: &[Step], why: Option<String>) -> PyErr {
     let mut message = format!(
         "value at {} is a {}, which is not JSON-serializable",
         where_(path),
@@ -221,12 +223,25 @@ fn not_json(obj: &Bound<'_, PyAny>, path: &[String], why: Option<String>) -> PyE
     PyTypeError::new_err(message)
 }
 
-fn where_(path: &[String]) -> String {
+/// One step down from the top of a value being converted, named only when it is refused.
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn where_(path: &[Step]) -> String {
     if path.is_empty() {
-        "the top level".to_owned()
-    } else {
-        format!("/{}", path.join("/"))
+        return "the top level".to_owned();
     }
+    let mut at = String::new();
+    for step in path {
+        match step {
+            Step::Key(key) => write!(at, "/{key}"),
+            Step::Index(i) => write!(at, "/{i}"),
+        }
+        .unwrap_or(());
+    }
+    at
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {

@@ -91,6 +91,7 @@ async def test_rich_values_are_serialized_like_pydantic(engine: tooljig.Engine, 
     ("value", "reason"),
     [
         (object(), "not JSON-serializable"),
+        ({"a": [1, {"b": object()}]}, "value at /a/1/b is a object"),
         ({"f": math.nan}, "JSON cannot represent"),
         ({"deep": 2**70}, "does not fit in 64 bits"),
         ({(1, 2): "tuple key"}, "keys must be strings"),
