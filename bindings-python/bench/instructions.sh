@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Instructions per call of bench.py's workloads, counted by callgrind: (3 batches - 1 batch)
-# / 2, divided by the calls a batch, so start-up and warm-up drop out. Counts do not move with
+# Instructions per call of bench.py's workloads, counted by callgrind: (3N batches - N
+# batches) / 2N, divided by the calls a batch, so start-up and warm-up drop out (N: enough
+# batches for 1,000 calls). Counts do not move with
 # the machine's load as timings do; with threads they still vary by a few per cent from run
 # to run. Run after run.sh (it leaves the release build in <repo>/.venv). Needs valgrind.
 #   bash bindings-python/bench/instructions.sh [KIND] [CALLS]
@@ -28,6 +29,7 @@ count() {
     "$py" -c "$driver" "$here" "$kind" "$1" "$calls" 2>&1 |
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
-one=$(count 1)
-three=$(count 3)
-echo "$kind: $(((three - one) / (2 * calls))) instructions per call ($calls calls a batch)"
+n=$(((1000 + calls - 1) / calls))
+one=$(count "$n")
+three=$(count $((3 * n)))
+echo "$kind: $(((three - one) / (2 * n * calls))) instructions per call ($calls calls a batch)"
