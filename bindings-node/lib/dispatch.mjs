@@ -19,6 +19,9 @@ const ACCEPTED = 5
 // named `then` that throws, an object whose `toString` throws. Reading any of it can throw,
 // so each function below that touches such a value is total: it catches, and says so.
 
+/** What a list the native engine left out of a drained queue (it had nothing) reads as. */
+const NONE = Object.freeze([])
+
 const isThenable = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function'
 
 /**
@@ -196,7 +199,7 @@ export class Dispatcher {
   /** Settles the batches that ended and starts the calls queued (a drained queue). */
   #take(text) {
     try {
-      const { callers, runs, calls, asks, aborts, done } = JSON.parse(text)
+      const { callers = NONE, runs = NONE, calls = NONE, asks = NONE, aborts = NONE, done = NONE } = JSON.parse(text)
       for (const [id, ok, result] of done) {
         const batch = this.batches.get(id)
         if (!batch) continue

@@ -122,19 +122,24 @@ struct Reach {
     tools: Option<ToolCalls>,
 }
 
-/// What the JS layer receives per wake-up.
+/// What the JS layer receives per wake-up. Empty lists are left out: V8 builds an array for
+/// each one it reads, and the wrapper of a one-call batch's two wake-ups cost more to parse
+/// than its call did.
 #[derive(Serialize)]
 struct Drained<'a> {
     /// Distinct callers of the drained calls, referenced by index. Written as serde writes
     /// them: every key of a `Caller` is one word, the same in camelCase, and its attributes
     /// are the app's data (the handler test pins every key).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     callers: Vec<&'a Caller>,
     /// Distinct run ids of the drained calls, referenced by index.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     runs: Vec<&'a str>,
     /// `[token, toolIndex, callId, attempt, callerIndex, args, runIndex, appKey, listened,
     /// calls]` per call (`listened`: whether anyone hears its progress; `calls`: whether it
     /// may call tools).
     #[allow(clippy::type_complexity)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     calls: Vec<(
         u64,
         u32,
@@ -149,11 +154,14 @@ struct Drained<'a> {
     )>,
     /// `[token, "hook", 0, request]`, `[token, "resolver", index, request]`,
     /// `[token, "predicate", 0, request]` or `[token, "http_auth", index, request]` per ask.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     asks: Vec<(u64, &'static str, u32, &'a Value)>,
     /// Tokens whose signal must fire.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     aborts: Vec<u64>,
     /// `[id, true, result]` per driven batch that ended, `[id, false, why]` per one that
     /// failed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     done: Vec<(u64, bool, Box<RawValue>)>,
 }
 
