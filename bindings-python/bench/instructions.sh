@@ -4,12 +4,14 @@
 # batches for 1,000 calls). Counts do not move with
 # the machine's load as timings do; with threads they still vary by a few per cent from run
 # to run. Run after run.sh (it leaves the release build in <repo>/.venv). Needs valgrind.
-#   bash bindings-python/bench/instructions.sh [KIND] [CALLS]
+#   [PYTHON=...] bash bindings-python/bench/instructions.sh [KIND] [CALLS]
+# PYTHON: another interpreter that imports the same build, e.g. <repo>/.venv-newer/bin/python
+# (Python 3.12+, which run-tests.sh makes) to count eager handler tasks.
 # KIND: async, sync, loop (tooljig's three kinds of handler), or gather-async, gather-sync
 # (the hand-written asyncio.gather + pydantic baseline). CALLS: calls a batch (1000).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-py="$(cd "$here/../.." && pwd)/.venv/bin/python"
+py="${PYTHON:-$(cd "$here/../.." && pwd)/.venv/bin/python}"
 kind=${1:-async}
 calls=${2:-1000}
 driver='

@@ -20,16 +20,16 @@ use crate::events::queue::EventQueue;
 use crate::loop_waker::{LoopWaker, Woken};
 use crate::outcome;
 use crate::results::PyBatchResult;
+use crate::task::{self, TaskMaker, TaskSettle};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyType, PyWeakrefMethods, PyWeakrefReference};
+use pyo3::types::{PyList, PyWeakrefMethods, PyWeakrefReference};
 use pyo3_async_runtimes::TaskLocals;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tooljig::{BatchResult, ErrorCode, Event, HandlerError, HandlerResult, ToolContext, ToolError};
+use tooljig::{BatchResult, Event, HandlerResult, ToolContext, ToolError};
 
 /// Locks `m` even when poisoned: a panic elsewhere must not wedge every later batch or run.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -98,6 +98,9 @@ pub enum Awaitable {
 
 enum SlotState {
     Queued,
+    /// Its handler is being called and its task made, with the state unlocked: a task made
+    /// eagerly may settle the slot before it is made.
+    Starting,
     /// Its task, weakly: the task's guard coroutine holds this slot (through `TaskSettle`),
     /// and a strong reference back would keep a task cancelled before its first step alive
     /// for ever, with the `TaskSettle` that settles the call when it is dropped. The loop
@@ -125,7 +128,7 @@ impl TaskSlot {
     }
 
     /// Whether its outcome was delivered.
-    fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         matches!(*lock(&self.state), SlotState::Finished)
     }
 
@@ -156,7 +159,8 @@ impl Drop for AbandonGuard {
     fn drop(&mut self) {
         let mut state = lock(&self.slot.state);
         match &*state {
-            SlotState::Queued => *state = SlotState::Abandoned,
+            // Starting: `start_task` cancels the task it made when it sees this.
+            SlotState::Queued | SlotState::Starting => *state = SlotState::Abandoned,
             SlotState::Running(_) => {
                 drop(state);
                 self.host.post(Msg::Cancel(self.slot.clone()));
@@ -170,8 +174,6 @@ impl Drop for AbandonGuard {
 struct LoopSide {
     /// The asyncio future `Engine.run` awaits.
     result: Py<PyAny>,
-    /// `loop.create_task`, bound once.
-    create_task: Py<PyAny>,
     /// Events not yet taken by `next_events`, when the batch streams them; done once `Done`
     /// was handled.
     events: EventQueue<Event>,
@@ -186,6 +188,8 @@ pub struct BatchHost {
     #[cfg(unix)]
     waker: Option<Arc<LoopWaker>>,
     side: Mutex<LoopSide>,
+    /// Makes the handlers' tasks; outside `side`, which a task's eager first step may lock.
+    tasks: TaskMaker,
     driven: Arc<Driven>,
     /// Queues a poll of `driven`; made at its first poll.
     poll_waker: std::sync::OnceLock<std::task::Waker>,
@@ -201,7 +205,7 @@ impl BatchHost {
         stream_events: bool,
     ) -> PyResult<Arc<BatchHost>> {
         let event_loop = locals.event_loop(py);
-        let create_task = event_loop.getattr("create_task")?.unbind();
+        let tasks = TaskMaker::new(&event_loop)?;
         #[cfg(unix)]
         let waker = LoopWaker::of(py, &event_loop)?;
         Ok(Arc::new(BatchHost {
@@ -212,9 +216,9 @@ impl BatchHost {
             waker,
             side: Mutex::new(LoopSide {
                 result: result.unbind(),
-                create_task,
                 events: EventQueue::new(stream_events),
             }),
+            tasks,
             driven: Arc::default(),
             poll_waker: std::sync::OnceLock::new(),
         }))
@@ -332,16 +336,19 @@ impl BatchHost {
 
     fn start_task(self: &Arc<Self>, py: Python<'_>, start: Start) -> PyResult<()> {
         let Start { what, slot } = start;
-        // Held while starting, so a concurrent abandon waits and then sees `Running`.
-        let mut state = lock(&slot.state);
-        if !matches!(*state, SlotState::Queued) {
-            if let Awaitable::Object(obj) = what {
-                // Nobody waits for it; close a coroutine rather than leave it never awaited.
-                if obj.bind(py).hasattr("close")? {
-                    obj.bind(py).call_method0("close")?;
+        {
+            let mut state = lock(&slot.state);
+            if !matches!(*state, SlotState::Queued) {
+                drop(state);
+                if let Awaitable::Object(obj) = what {
+                    // Nobody waits for it; close a coroutine rather than leave it never awaited.
+                    if obj.bind(py).hasattr("close")? {
+                        obj.bind(py).call_method0("close")?;
+                    }
                 }
+                return Ok(());
             }
-            return Ok(());
+            *state = SlotState::Starting;
         }
         let made = match what {
             Awaitable::Call {
@@ -374,37 +381,38 @@ impl BatchHost {
         let obj = match made {
             Ok(obj) => obj,
             Err(e) => {
-                drop(state);
-                if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
-                    // Ctrl-C in a handler on the loop: the app's, not the call's to swallow.
-                    crate::interrupt::interrupt_main(py);
-                }
+                interrupt_on_ctrl_c(py, &e);
                 slot.finish(Err(outcome::from_error(py, &e)));
                 return Ok(());
             }
         };
-        let context = self.locals.context(py);
-        let settle = || TaskSettle {
-            slot: slot.clone(),
-            host: self.clone(),
-        };
-        let task = if obj.is_instance(coroutine_type(py)?)? {
-            let create_task = lock(&self.side).create_task.clone_ref(py);
-            let obj = exit_guard(py)?.call1((obj, settle()))?;
-            context.call_method1(pyo3::intern!(py, "run"), (create_task, obj))?
-        } else if obj.hasattr("__await__")? {
-            let ensure = asyncio(py)?.getattr("ensure_future")?;
-            let kwargs = pyo3::types::PyDict::new(py);
-            kwargs.set_item("loop", self.locals.event_loop(py))?;
-            let obj = exit_guard(py)?.call1((obj, settle()))?;
-            context.call_method("run", (ensure, obj), Some(&kwargs))?
-        } else {
+        if !task::is_awaitable(&obj)? {
             // An `async` handler that returned a plain value (e.g. a wrapped callable).
-            drop(state);
             slot.finish(outcome::from_value(&obj));
             return Ok(());
+        }
+        let settle = TaskSettle::new(slot.clone(), self.clone());
+        let task = match self.tasks.start(obj, settle, &self.locals.context(py)) {
+            Ok(task) => task,
+            Err(e) => {
+                // Its eager first step raised Ctrl-C (handed over to the call already).
+                interrupt_on_ctrl_c(py, &e);
+                return Err(e);
+            }
         };
-        *state = SlotState::Running(PyWeakrefReference::new(&task)?.unbind());
+        let mut state = lock(&slot.state);
+        match &*state {
+            SlotState::Starting => {
+                *state = SlotState::Running(PyWeakrefReference::new(&task)?.unbind());
+            }
+            // Given up while its task was made (a timeout, the batch cancelled).
+            SlotState::Abandoned => {
+                drop(state);
+                task.call_method0("cancel")?;
+            }
+            // Settled in its eager first step.
+            _ => {}
+        }
         Ok(())
     }
 
@@ -499,11 +507,20 @@ impl BatchHost {
 
     /// A handler task ended with `result`: hands it over and, on this same thread, goes on
     /// with what that wakes (the batch's next poll, its end) without a wake-up of the loop.
-    fn task_done(self: &Arc<Self>, py: Python<'_>, slot: &TaskSlot, result: HandlerResult) {
-        let outer = SERVING.replace(Arc::as_ptr(self) as usize);
+    pub(crate) fn task_done(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        slot: &TaskSlot,
+        result: HandlerResult,
+    ) {
+        let me = Arc::as_ptr(self) as usize;
+        let outer = SERVING.replace(me);
         slot.finish(result);
         SERVING.set(outer);
-        self.serve(py);
+        // Settled in an eager first step inside `serve`: what this woke is served there.
+        if outer != me {
+            self.serve(py);
+        }
     }
 }
 
@@ -537,75 +554,11 @@ fn cancel_task(py: Python<'_>, slot: &TaskSlot) -> PyResult<()> {
     Ok(())
 }
 
-fn asyncio(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    static ASYNCIO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    ASYNCIO
-        .get_or_try_init(py, || py.import("asyncio").map(|m| m.into_any().unbind()))
-        .map(|m| m.bind(py))
-}
-
-/// `guarded(awaitable, settle)`: awaits it and hands what came of it to `settle`
-/// (`TaskSettle`) in the task's own last step, rather than in a done callback a turn of the
-/// loop later, which the batch would wait for (and which would cost every call a loop
-/// callback). What it hands over:
-///
-/// - the value returned;
-/// - an exception raised, which the task then does not raise again, so asyncio has none to
-///   log as never retrieved. `SystemExit` is handed over as a `RuntimeError`: an asyncio task
-///   re-raises it out of the event loop itself, so a handler calling `sys.exit()` would end
-///   the app's loop (and `run_sync`); here it fails its own call (`internal_error`);
-/// - a cancellation, which the task then raises again, so it ends cancelled (and the same
-///   for a task collected while it waited on what nothing will ever finish: `GeneratorExit`);
-/// - `KeyboardInterrupt`, raised again: it is the user's Ctrl-C.
-///
-/// A task cancelled before its first step never runs this; its `settle` is dropped unused
-/// and settles the call then (`TaskSettle`'s `Drop`).
-fn exit_guard(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    static GUARD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    GUARD
-        .get_or_try_init(py, || {
-            let code = c"from asyncio import CancelledError
-
-async def guarded(awaitable, settle):
-    try:
-        value = await awaitable
-    except (CancelledError, GeneratorExit, KeyboardInterrupt) as error:
-        settle(None, error)
-        raise
-    except SystemExit as exit:
-        settle(None, RuntimeError(
-            f'the handler raised SystemExit({exit.code!r}); a handler cannot end the process'
-        ))
-        return None
-    except BaseException as error:
-        settle(None, error)
-        return None
-    settle(value, None)
-    return value
-";
-            Ok(pyo3::types::PyModule::from_code(
-                py,
-                code,
-                c"tooljig_exit_guard.py",
-                c"tooljig_exit_guard",
-            )?
-            .getattr("guarded")?
-            .unbind())
-        })
-        .map(|g| g.bind(py))
-}
-
-fn coroutine_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    static COROUTINE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    COROUTINE
-        .get_or_try_init(py, || {
-            Ok(py
-                .import("types")?
-                .getattr("CoroutineType")?
-                .cast_into::<PyType>()?
-                .unbind())
-        })
-        .map(|t| t.bind(py))
+/// Ctrl-C in a handler on the loop is the app's, not the call's to swallow.
+fn interrupt_on_ctrl_c(py: Python<'_>, e: &PyErr) {
+    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+        crate::interrupt::interrupt_main(py);
+    }
 }
 
 /// What `call_soon_threadsafe` runs on a loop that cannot watch a socket: serves the inbox.
@@ -617,47 +570,6 @@ impl Drain {
     fn __call__(&self, py: Python<'_>) {
         self.0.serve_posted(py);
     }
-}
-
-/// Called by the guard coroutine (`exit_guard`) in the handler task's last step with what
-/// the handler returned or raised: the call settles now, on this thread.
-#[pyclass(frozen)]
-struct TaskSettle {
-    slot: Arc<TaskSlot>,
-    host: Arc<BatchHost>,
-}
-
-#[pymethods]
-impl TaskSettle {
-    fn __call__(&self, py: Python<'_>, value: &Bound<'_, PyAny>, error: Option<&Bound<'_, PyAny>>) {
-        let result = match error {
-            None => outcome::from_value(value),
-            Some(e) if e.is_instance_of::<pyo3::exceptions::asyncio::CancelledError>() => {
-                Err(cancelled("the tool's task was cancelled"))
-            }
-            Some(e) if e.is_instance_of::<pyo3::exceptions::PyGeneratorExit>() => Err(cancelled(
-                "the tool's task was collected while it waited for what nothing would finish",
-            )),
-            Some(e) => Err(outcome::from_error(py, &PyErr::from_value(e.clone()))),
-        };
-        self.host.task_done(py, &self.slot, result);
-    }
-}
-
-impl Drop for TaskSettle {
-    /// Unused: the task was cancelled before its first step (or dropped unrun), so the guard
-    /// never ran. The call must not wait for it for ever.
-    fn drop(&mut self) {
-        if !self.slot.is_finished() {
-            self.slot.finish(Err(cancelled(
-                "the tool's task was cancelled before it started",
-            )));
-        }
-    }
-}
-
-fn cancelled(message: &str) -> HandlerError {
-    HandlerError::Tool(ToolError::new(ErrorCode::Cancelled, message))
 }
 
 #[cfg(unix)]

@@ -37,6 +37,7 @@ pub mod results;
 pub mod runtime;
 pub mod seams;
 pub mod stream;
+pub mod task;
 pub mod watchdog;
 pub mod workers;
 

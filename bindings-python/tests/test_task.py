@@ -1,0 +1,85 @@
+"""A handler's task on the loop (`src/task.rs`): made eagerly on Python 3.12 and later, so a
+handler that never waits settles its call before the loop turns; its own task either way."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+import pytest
+
+import tooljig
+
+eager = pytest.mark.skipif(
+    sys.version_info < (3, 12), reason="tasks start eagerly on Python 3.12 and later only"
+)
+
+
+@eager
+async def test_a_handler_that_never_waits_ends_a_one_call_batch_before_the_loop_turns(
+    engine: tooljig.Engine,
+) -> None:
+    @engine.tool
+    async def quick(n: int) -> int:
+        return n + 1
+
+    turned: list[bool] = []
+    asyncio.get_running_loop().call_soon(turned.append, True)
+    out = await engine.run([{"tool": "quick", "arguments": {"n": 1}}])
+    assert out[0].envelope == {"ok": True, "data": 2}
+    assert turned == [], "the batch waited for a turn of the loop"
+    await asyncio.sleep(0)
+    assert turned == [True]
+
+
+async def test_a_handler_runs_as_its_own_task_and_may_time_itself_out(
+    engine: tooljig.Engine,
+) -> None:
+    # An eager first step still runs as the handler's task: `asyncio.timeout()` inside it
+    # cancels the handler, never the task that awaits the batch.
+    caller = asyncio.current_task()
+    seen: list[bool] = []
+
+    @engine.tool
+    async def patient() -> str:
+        seen.append(asyncio.current_task() is not caller)
+        try:
+            async with asyncio.timeout(0.01):
+                await asyncio.sleep(5)
+        except TimeoutError:
+            return "gave up"
+        return "waited"
+
+    out = await asyncio.wait_for(engine.run([{"tool": "patient"}] * 2), 5)
+    assert [r.envelope for r in out] == [{"ok": True, "data": "gave up"}] * 2
+    assert seen == [True, True]
+    assert not caller.cancelled() and caller.cancelling() == 0
+
+
+async def test_a_call_given_up_during_its_handlers_first_step_has_its_task_cancelled(
+    engine: tooljig.Engine,
+) -> None:
+    # The first step blocks the loop past the call's timeout; the batch (two calls: its driver
+    # on a tokio thread) gives the call up meanwhile, so its task is cancelled once made.
+    cancelled = asyncio.Event()
+
+    @engine.tool(timeout_ms=100)
+    async def slow_start() -> None:
+        time.sleep(0.3)
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    @engine.tool
+    async def quick() -> int:
+        return 1
+
+    out = await asyncio.wait_for(
+        engine.run([{"id": "s", "tool": "slow_start"}, {"id": "q", "tool": "quick"}]), 5
+    )
+    assert out.get("s").error_code == "timeout"
+    assert out.get("q").envelope == {"ok": True, "data": 1}
+    await asyncio.wait_for(cancelled.wait(), 2)
