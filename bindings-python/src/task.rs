@@ -32,7 +32,7 @@ impl TaskMaker {
     pub(crate) fn new(event_loop: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = event_loop.py();
         let create_task = event_loop.getattr(intern!(py, "create_task"))?.unbind();
-        let eager = if py.version_info() >= (3, 12)
+        let eager = if eager_python(py)
             && event_loop
                 .call_method0(intern!(py, "get_task_factory"))?
                 .is_none()
@@ -71,6 +71,13 @@ impl TaskMaker {
             None => context.call_method1(intern!(py, "run"), (self.create_task.bind(py), guarded)),
         }
     }
+}
+
+/// Whether this Python makes tasks eagerly (3.12 and later); asked once, since pyo3 reads the
+/// version from its text each time.
+fn eager_python(py: Python<'_>) -> bool {
+    static EAGER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *EAGER.get_or_init(|| py.version_info() >= (3, 12))
 }
 
 /// Whether `obj` is awaited as a task: a coroutine, or anything with `__await__`.
