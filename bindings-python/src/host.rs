@@ -20,7 +20,7 @@ use crate::events::queue::EventQueue;
 use crate::loop_waker::{LoopWaker, Woken};
 use crate::outcome;
 use crate::results::PyBatchResult;
-use crate::task::{self, TaskMaker, TaskSettle};
+use crate::task::{self, TaskMaker};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyWeakrefMethods, PyWeakrefReference};
 use pyo3_async_runtimes::TaskLocals;
@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tooljig::{BatchResult, Event, HandlerResult, ToolContext, ToolError};
+use tooljig::{BatchResult, ErrorCode, Event, HandlerError, HandlerResult, ToolContext, ToolError};
 
 /// Locks `m` even when poisoned: a panic elsewhere must not wedge every later batch or run.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -128,7 +128,7 @@ impl TaskSlot {
     }
 
     /// Whether its outcome was delivered.
-    pub(crate) fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         matches!(*lock(&self.state), SlotState::Finished)
     }
 
@@ -391,7 +391,7 @@ impl BatchHost {
             slot.finish(outcome::from_value(&obj));
             return Ok(());
         }
-        let settle = TaskSettle::new(slot.clone(), self.clone());
+        let settle = Bound::new(py, TaskSettle::new(slot.clone(), self.clone()))?.into_any();
         let task = match self.tasks.start(obj, settle, &self.locals.context(py)) {
             Ok(task) => task,
             Err(e) => {
@@ -507,12 +507,7 @@ impl BatchHost {
 
     /// A handler task ended with `result`: hands it over and, on this same thread, goes on
     /// with what that wakes (the batch's next poll, its end) without a wake-up of the loop.
-    pub(crate) fn task_done(
-        self: &Arc<Self>,
-        py: Python<'_>,
-        slot: &TaskSlot,
-        result: HandlerResult,
-    ) {
+    fn task_done(self: &Arc<Self>, py: Python<'_>, slot: &TaskSlot, result: HandlerResult) {
         let me = Arc::as_ptr(self) as usize;
         let outer = SERVING.replace(me);
         slot.finish(result);
@@ -570,6 +565,54 @@ impl Drain {
     fn __call__(&self, py: Python<'_>) {
         self.0.serve_posted(py);
     }
+}
+
+/// Called by the guard coroutine (`exit_guard`) in the handler task's last step with what
+/// the handler returned or raised: the call settles now, on this thread.
+#[pyclass(frozen)]
+struct TaskSettle {
+    slot: Arc<TaskSlot>,
+    host: Arc<BatchHost>,
+}
+
+impl TaskSettle {
+    /// Settles `slot` of `host`'s batch.
+    fn new(slot: Arc<TaskSlot>, host: Arc<BatchHost>) -> Self {
+        TaskSettle { slot, host }
+    }
+}
+
+#[pymethods]
+impl TaskSettle {
+    fn __call__(&self, py: Python<'_>, value: &Bound<'_, PyAny>, error: Option<&Bound<'_, PyAny>>) {
+        let result = match error {
+            None => outcome::from_value(value),
+            Some(e) if e.is_instance_of::<pyo3::exceptions::asyncio::CancelledError>() => {
+                Err(cancelled("the tool's task was cancelled"))
+            }
+            Some(e) if e.is_instance_of::<pyo3::exceptions::PyGeneratorExit>() => Err(cancelled(
+                "the tool's task was collected while it waited for what nothing would finish",
+            )),
+            Some(e) => Err(outcome::from_error(py, &PyErr::from_value(e.clone()))),
+        };
+        self.host.task_done(py, &self.slot, result);
+    }
+}
+
+impl Drop for TaskSettle {
+    /// Unused: the task was cancelled before its first step (or dropped unrun), so the guard
+    /// never ran. The call must not wait for it for ever.
+    fn drop(&mut self) {
+        if !self.slot.is_finished() {
+            self.slot.finish(Err(cancelled(
+                "the tool's task was cancelled before it started",
+            )));
+        }
+    }
+}
+
+fn cancelled(message: &str) -> HandlerError {
+    HandlerError::Tool(ToolError::new(ErrorCode::Cancelled, message))
 }
 
 #[cfg(unix)]

@@ -1,5 +1,5 @@
-//! A handler's task on the loop: how it is made, and how it settles its call in its own last
-//! step.
+//! A handler's task on the loop: how it is made, and the guard that hands its outcome to the
+//! host (`TaskSettle` in `host.rs`) in the task's own last step.
 //!
 //! On Python 3.12 and later a task is made with `eager_start`: its first step runs while it
 //! is made, so a handler that returns without waiting (most do: a lookup in memory, a check)
@@ -9,14 +9,10 @@
 //! On 3.11 an eager step would show the handler the caller's task as
 //! `asyncio.current_task()`, so tasks start on the next turn there.
 
-use crate::host::{BatchHost, TaskSlot};
-use crate::outcome;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyType};
-use std::sync::Arc;
-use tooljig::{ErrorCode, HandlerError, ToolError};
 
 /// Makes the tasks of one batch's handlers on its loop.
 pub(crate) struct TaskMaker {
@@ -46,12 +42,12 @@ impl TaskMaker {
     }
 
     /// A task awaiting `awaitable` in a copy of `context`, guarded so that it hands its
-    /// outcome to `settle` in its last step. Made eagerly, its first step has run when this
+    /// outcome to `settle` (`settle(value, error)`, the host's `TaskSettle`) in its last step. Made eagerly, its first step has run when this
     /// returns, and `settle` may have been called.
     pub(crate) fn start<'py>(
         &self,
         awaitable: Bound<'py, PyAny>,
-        settle: TaskSettle,
+        settle: Bound<'py, PyAny>,
         context: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = awaitable.py();
@@ -155,52 +151,4 @@ fn coroutine_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
                 .unbind())
         })
         .map(|t| t.bind(py))
-}
-
-/// Called by the guard coroutine (`exit_guard`) in the handler task's last step with what
-/// the handler returned or raised: the call settles now, on this thread.
-#[pyclass(frozen)]
-pub(crate) struct TaskSettle {
-    slot: Arc<TaskSlot>,
-    host: Arc<BatchHost>,
-}
-
-impl TaskSettle {
-    /// Settles `slot` of `host`'s batch.
-    pub(crate) fn new(slot: Arc<TaskSlot>, host: Arc<BatchHost>) -> Self {
-        TaskSettle { slot, host }
-    }
-}
-
-#[pymethods]
-impl TaskSettle {
-    fn __call__(&self, py: Python<'_>, value: &Bound<'_, PyAny>, error: Option<&Bound<'_, PyAny>>) {
-        let result = match error {
-            None => outcome::from_value(value),
-            Some(e) if e.is_instance_of::<pyo3::exceptions::asyncio::CancelledError>() => {
-                Err(cancelled("the tool's task was cancelled"))
-            }
-            Some(e) if e.is_instance_of::<pyo3::exceptions::PyGeneratorExit>() => Err(cancelled(
-                "the tool's task was collected while it waited for what nothing would finish",
-            )),
-            Some(e) => Err(outcome::from_error(py, &PyErr::from_value(e.clone()))),
-        };
-        self.host.task_done(py, &self.slot, result);
-    }
-}
-
-impl Drop for TaskSettle {
-    /// Unused: the task was cancelled before its first step (or dropped unrun), so the guard
-    /// never ran. The call must not wait for it for ever.
-    fn drop(&mut self) {
-        if !self.slot.is_finished() {
-            self.slot.finish(Err(cancelled(
-                "the tool's task was cancelled before it started",
-            )));
-        }
-    }
-}
-
-fn cancelled(message: &str) -> HandlerError {
-    HandlerError::Tool(ToolError::new(ErrorCode::Cancelled, message))
 }
