@@ -381,7 +381,7 @@ impl BatchHost {
         let obj = match made {
             Ok(obj) => obj,
             Err(e) => {
-                interrupt_on_ctrl_c(py, &e);
+                let _ = interrupt_on_ctrl_c(py, &e);
                 slot.finish(Err(outcome::from_error(py, &e)));
                 return Ok(());
             }
@@ -394,11 +394,9 @@ impl BatchHost {
         let settle = Bound::new(py, TaskSettle::new(slot.clone(), self.clone()))?.into_any();
         let task = match self.tasks.start(obj, settle, &self.locals.context(py)) {
             Ok(task) => task,
-            Err(e) => {
-                // Its eager first step raised Ctrl-C (handed over to the call already).
-                interrupt_on_ctrl_c(py, &e);
-                return Err(e);
-            }
+            // Its eager first step raised Ctrl-C: the call has it already, now the app does.
+            Err(e) if interrupt_on_ctrl_c(py, &e) => return Ok(()),
+            Err(e) => return Err(e),
         };
         let mut state = lock(&slot.state);
         match &*state {
@@ -549,11 +547,14 @@ fn cancel_task(py: Python<'_>, slot: &TaskSlot) -> PyResult<()> {
     Ok(())
 }
 
-/// Ctrl-C in a handler on the loop is the app's, not the call's to swallow.
-fn interrupt_on_ctrl_c(py: Python<'_>, e: &PyErr) {
-    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+/// Ctrl-C in a handler on the loop is the app's, not the call's to swallow: passed on to the
+/// main thread; whether `e` was one.
+fn interrupt_on_ctrl_c(py: Python<'_>, e: &PyErr) -> bool {
+    let ctrl_c = e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py);
+    if ctrl_c {
         crate::interrupt::interrupt_main(py);
     }
+    ctrl_c
 }
 
 /// What `call_soon_threadsafe` runs on a loop that cannot watch a socket: serves the inbox.
