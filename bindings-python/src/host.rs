@@ -391,7 +391,11 @@ impl BatchHost {
             slot.finish(outcome::from_value(&obj));
             return Ok(());
         }
-        let settle = Bound::new(py, TaskSettle::new(slot.clone(), self.clone()))?.into_any();
+        let settle = TaskSettle {
+            slot: slot.clone(),
+            host: self.clone(),
+        };
+        let settle = Bound::new(py, settle)?.into_any();
         let task = match self.tasks.start(obj, settle, &self.locals.context(py)) {
             Ok(task) => task,
             // Its eager first step raised Ctrl-C: the call has it already, now the app does.
@@ -574,13 +578,6 @@ impl Drain {
 struct TaskSettle {
     slot: Arc<TaskSlot>,
     host: Arc<BatchHost>,
-}
-
-impl TaskSettle {
-    /// Settles `slot` of `host`'s batch.
-    fn new(slot: Arc<TaskSlot>, host: Arc<BatchHost>) -> Self {
-        TaskSettle { slot, host }
-    }
 }
 
 #[pymethods]

@@ -15,11 +15,14 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyType};
 
 /// Makes the tasks of one batch's handlers on its loop.
-pub(crate) struct TaskMaker {
-    /// `loop.create_task`, bound once.
-    create_task: Py<PyAny>,
-    /// `asyncio.Task` and the loop, when tasks start eagerly.
-    eager: Option<(Py<PyAny>, Py<PyAny>)>,
+pub(crate) enum TaskMaker {
+    /// Through `loop.create_task`, bound once: the task's first step waits for the loop.
+    CreateTask(Py<PyAny>),
+    /// `asyncio.Task(..., loop=event_loop, eager_start=True)`.
+    Eager {
+        task: Py<PyAny>,
+        event_loop: Py<PyAny>,
+    },
 }
 
 impl TaskMaker {
@@ -27,23 +30,24 @@ impl TaskMaker {
     /// task factory.
     pub(crate) fn new(event_loop: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = event_loop.py();
-        let create_task = event_loop.getattr(intern!(py, "create_task"))?.unbind();
-        let eager = if eager_python(py)
+        if eager_python(py)
             && event_loop
                 .call_method0(intern!(py, "get_task_factory"))?
                 .is_none()
         {
-            let task = asyncio(py)?.getattr(intern!(py, "Task"))?.unbind();
-            Some((task, event_loop.clone().unbind()))
-        } else {
-            None
-        };
-        Ok(TaskMaker { create_task, eager })
+            return Ok(TaskMaker::Eager {
+                task: asyncio(py)?.getattr(intern!(py, "Task"))?.unbind(),
+                event_loop: event_loop.clone().unbind(),
+            });
+        }
+        let create_task = event_loop.getattr(intern!(py, "create_task"))?;
+        Ok(TaskMaker::CreateTask(create_task.unbind()))
     }
 
     /// A task awaiting `awaitable` in a copy of `context`, guarded so that it hands its
-    /// outcome to `settle` (`settle(value, error)`, the host's `TaskSettle`) in its last step. Made eagerly, its first step has run when this
-    /// returns, and `settle` may have been called.
+    /// outcome to `settle` (`settle(value, error)`, the host's `TaskSettle`) in its last step.
+    /// Made eagerly, its first step has run when this returns, and `settle` may have been
+    /// called.
     pub(crate) fn start<'py>(
         &self,
         awaitable: Bound<'py, PyAny>,
@@ -52,8 +56,8 @@ impl TaskMaker {
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = awaitable.py();
         let guarded = exit_guard(py)?.call1((awaitable, settle))?;
-        match &self.eager {
-            Some((task, event_loop)) => {
+        match self {
+            TaskMaker::Eager { task, event_loop } => {
                 let kwargs = PyDict::new(py);
                 kwargs.set_item(intern!(py, "loop"), event_loop.bind(py))?;
                 kwargs.set_item(
@@ -64,7 +68,9 @@ impl TaskMaker {
                 task.bind(py).call((guarded,), Some(&kwargs))
             }
             // The task copies the context current as it is made.
-            None => context.call_method1(intern!(py, "run"), (self.create_task.bind(py), guarded)),
+            TaskMaker::CreateTask(create_task) => {
+                context.call_method1(intern!(py, "run"), (create_task.bind(py), guarded))
+            }
         }
     }
 }
