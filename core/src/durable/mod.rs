@@ -468,12 +468,20 @@ async fn claim_in_run(d: &CallDurable, job: &Job) -> Result<RunClaim, NotClaimed
 /// Records what the call came to: its idempotency record, and in a resumed run, its
 /// finished record (or, when it went pending, frees it for a later resume). A store failure here is kept on the result's detail: the call ran.
 /// The call gives its `place` up while it waits.
-pub async fn after(d: &CallDurable, guarded: Guarded, result: &mut CallResult, place: &mut Place) {
-    if guarded.idempotency.is_none() && guarded.run_call.is_none() {
-        return;
+#[allow(clippy::manual_async_fn)] // an `async fn` would hold `guarded` twice
+pub fn after<'a>(
+    d: &'a CallDurable,
+    guarded: Guarded,
+    result: &'a mut CallResult,
+    place: &'a mut Place,
+) -> impl Future<Output = ()> + Send + 'a {
+    async move {
+        if guarded.idempotency.is_none() && guarded.run_call.is_none() {
+            return;
+        }
+        // Boxed, like the guard: inline, it made every call's future larger.
+        Box::pin(record(d, guarded, result, place)).await
     }
-    // Boxed, like the guard: inline, it made every call's future larger.
-    Box::pin(record(d, guarded, result, place)).await
 }
 
 /// [`after`] for a call with records to write.

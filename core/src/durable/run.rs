@@ -108,13 +108,14 @@ impl Pass {
 
 /// The token a pass's lease fires when another process took the run over: the batch's own
 /// (a child of the app's, so the app's is never cancelled by it). Only a durable pass holds a
-/// lease; the others keep their options as they are.
+/// lease; the others keep the app's token, or get one that the batch then shares (not a
+/// second made only to be dropped).
 pub(crate) fn batch_token(
     options: &mut BatchOptions,
     durable: bool,
 ) -> tokio_util::sync::CancellationToken {
     if !durable {
-        return options.cancel.clone().unwrap_or_default();
+        return options.cancel.get_or_insert_with(Default::default).clone();
     }
     let token = options
         .cancel

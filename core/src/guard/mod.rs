@@ -114,14 +114,16 @@ pub async fn admit(guards: &Guards, job: &mut Job, result: &mut CallResult) -> C
         return ControlFlow::Continue(());
     }
     let resolvers = guards.resolvers.load_full();
-    match hidden::apply(
+    // Boxed: inline, the resolvers' future made every call's future larger, hidden
+    // arguments or not.
+    match Box::pin(hidden::apply(
         &job.tool.spec,
         &job.id,
         &job.caller,
         &resolvers,
         &mut job.arguments,
         job.host.clone(),
-    )
+    ))
     .await
     {
         Ok(notes) => {
