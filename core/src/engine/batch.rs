@@ -1,7 +1,14 @@
 //! The batch driver: plans a batch, then starts each call as soon as its own dependencies
 //! have settled, up to `concurrency` at once, until every call has a result or the deadline
-//! or a cancellation ends it. Each call walks steps 3 to 11 in its own task (`execute.rs`);
-//! the driver settles results, releases dependents, audits, and emits the batch's events.
+//! or a cancellation ends it. Each call walks steps 3 to 11 (`execute.rs`) as a future the
+//! driver polls in the batch's own task; the driver settles results, releases dependents,
+//! audits, and emits the batch's events.
+//!
+//! The calls are not spawned: a spawn a call cost its allocation and scheduling, and each
+//! call's end woke the driver from another thread (10–40 µs on this project's machine, paid
+//! again by every call that waits on another). A batch's calls still run concurrently, and
+//! many batches run in parallel on the runtime's threads; a handler with long CPU work of its
+//! own hands it to `tokio::task::spawn_blocking`, as any async code should.
 
 use super::Engine;
 use crate::batch::{BatchOptions, BatchResult, DEFAULT_CONCURRENCY};
@@ -18,31 +25,21 @@ use crate::guard::Guards;
 use crate::guard::audit::AuditEntry;
 use crate::handler::HostData;
 use crate::job::Job;
-use crate::place::{Place, Places};
+use crate::place::Places;
 use crate::plan::{Entry, Node, Plan, substitute_refs};
 use crate::registry::Snapshot;
 use crate::spans;
 use crate::tool_calls::{Door, NestedSender, ParentCall};
 use futures::FutureExt;
+use futures::future::Either;
+use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
-
-/// A call's task ends with its index, what it produced (`None` when tooljig's own steps
-/// panicked) and its place, which the driver frees once it has settled the result. Boxed,
-/// so the runtime hands on a few words rather than a result of several hundred bytes.
-type Ran = (
-    usize,
-    Option<(Box<CallResult>, Option<Box<AuditEntry>>)>,
-    Place,
-);
 
 /// Audit records a batch hands to its sink at once: one hand-over (and at most one wake-up
 /// of the sink's writer) per chunk rather than per call.
@@ -62,9 +59,6 @@ struct Slot {
     dependency_failed: Option<usize>,
     result: Option<CallResult>,
 }
-
-/// The future of a batch's only call, run by the driver itself (see [`launch`]).
-type Solo = Pin<Box<dyn Future<Output = Ran> + Send>>;
 
 pub(crate) struct Batch {
     slots: Vec<Slot>,
@@ -281,7 +275,7 @@ impl Batch {
         self.release(i);
     }
 
-    /// Records a call that ran in its own task, which built its audit record there.
+    /// Records a call that ran, which built its audit record as it ended.
     fn settle_ran(&mut self, i: usize, result: Box<CallResult>, record: Option<Box<AuditEntry>>) {
         self.guards.count(&result);
         // Unboxed here, as each arrives: freeing every box at the batch's end, in one burst
@@ -459,7 +453,11 @@ impl Batch {
 
     pub(crate) async fn drive(mut self) -> BatchResult {
         let total = self.slots.len();
-        let mut running: JoinSet<Ran> = JoinSet::new();
+        // The calls run in this task, polled as they are woken: no spawn a call, and no
+        // thread hand-over between a call's end and the driver (see the module's comment).
+        // Each ends with its index, what it produced (`None` when tooljig's own steps
+        // panicked) and its place, which the driver frees once it has settled the result.
+        let mut running = FuturesUnordered::new();
         let mut in_flight = vec![false; total];
         // One cancellation waiter and one deadline timer for the whole batch, not one of
         // each per finished call: with thousands of calls they showed in the profile.
@@ -476,7 +474,6 @@ impl Batch {
             }
         };
         tokio::pin!(expired);
-        let mut solo: Option<Solo> = None;
         let places = Places::new(self.concurrency, total, self.atomic);
         let ended = loop {
             while !self.ready.is_empty() {
@@ -490,24 +487,21 @@ impl Batch {
                     in_flight[i] = true;
                     let guards = self.guards.clone();
                     // Handler panics are caught deeper; this catches a panic of tooljig's own
-                    // steps so it ends this call alone, as `internal_error`. The task is boxed
-                    // here: it is moved several times on its way into the runtime, and a
-                    // pointer moves for less. The call's own future (over 1 KB) is boxed where
-                    // it first runs: boxed here too, the driver held up to `concurrency` such
-                    // blocks and freed them in bursts, and glibc handed their pages back to the
-                    // system and faulted them in again (a 10,000-call batch took up to 40%
-                    // longer).
+                    // steps so it ends this call alone, as `internal_error`. The call's own
+                    // future (over 800 bytes) is boxed where it first runs, not here: the
+                    // driver would hold up to `concurrency` such blocks and free them in
+                    // bursts, and glibc handed their pages back to the system and faulted them
+                    // in again (a 10,000-call batch took up to 40% longer).
                     if self.span.is_disabled() {
-                        let call = Box::pin(async move {
+                        running.push(Either::Left(async move {
                             let mut place = place;
                             let call = Box::pin(run_audited(job, guards, durable, &mut place));
                             (i, AssertUnwindSafe(call).catch_unwind().await.ok(), place)
-                        });
-                        launch(call, total, &mut solo, &mut running);
+                        }));
                     } else {
                         // Traced: the same, in the call's span, which records how it ended.
                         let span = spans::call(&self.span, &job.id, &job.tool.spec.name);
-                        let call = Box::pin(async move {
+                        running.push(Either::Right(async move {
                             let mut place = place;
                             let call = run_audited(job, guards, durable, &mut place)
                                 .instrument(span.clone());
@@ -516,8 +510,7 @@ impl Batch {
                                 spans::finish(&span, result);
                             }
                             (i, ran, place)
-                        });
-                        launch(call, total, &mut solo, &mut running);
+                        }));
                     }
                 }
             }
@@ -528,23 +521,14 @@ impl Batch {
             // just passed. Only when none is ready does the driver wait; it first hands the
             // sink the audit records it holds, so that no record of a call that ran waits in
             // this buffer for calls still running (a crash meanwhile would lose it).
-            let joined = match running.try_join_next() {
-                Some(j) => Ok(Some(j)),
-                None => {
+            let joined = match running.next().now_or_never() {
+                Some(Some(ran)) => Ok(Some(ran)),
+                _ => {
                     self.guards.hand_over(std::mem::take(&mut self.audit_out));
                     tokio::select! {
                         biased;
                         _ = &mut cancelled => Err(ErrorCode::Cancelled),
-                        Some(ran) = async {
-                            match solo.as_mut() {
-                                Some(call) => Some(call.await),
-                                None => None,
-                            }
-                        }, if solo.is_some() => {
-                            solo = None;
-                            Ok(Some(Ok(ran)))
-                        }
-                        j = running.join_next(), if solo.is_none() => Ok(j),
+                        ran = running.next() => Ok(ran),
                         // A call gave its place up to wait for the store: start the next.
                         _ = places.freed(), if !self.ready.is_empty() => Ok(None),
                         _ = &mut expired => Err(ErrorCode::DeadlineExceeded),
@@ -554,12 +538,12 @@ impl Batch {
             match joined {
                 // The call's place is freed only once its result is settled: in an atomic
                 // batch, a failure must be known before the next call may start.
-                Ok(Some(Ok((i, Some((result, record)), place)))) => {
+                Ok(Some((i, Some((result, record)), place))) => {
                     in_flight[i] = false;
                     self.settle_ran(i, result, record);
                     drop(place);
                 }
-                Ok(Some(Ok((i, None, _)))) => {
+                Ok(Some((i, None, _))) => {
                     in_flight[i] = false;
                     self.finish_unrun(
                         i,
@@ -568,9 +552,6 @@ impl Batch {
                             .into(),
                     );
                 }
-                // Tasks catch handler panics themselves; a join error means the task was
-                // aborted, which only this loop does after it has stopped.
-                Ok(Some(Err(_))) => {}
                 // Nothing runs and nothing is ready, yet calls remain: they wait on each
                 // other. Planning refuses cycles first; this keeps a missed one from spinning.
                 Ok(None) if self.ready.is_empty() => break Some(ErrorCode::DependencyCycle),
@@ -580,8 +561,7 @@ impl Batch {
         };
         if let Some(code) = ended {
             self.cancel.cancel();
-            running.abort_all();
-            drop(solo);
+            drop(running);
             let message = match code {
                 ErrorCode::Cancelled => {
                     "the batch was cancelled before this call finished".to_string()
@@ -618,19 +598,5 @@ impl Batch {
             run_id: None,
             rollback: None,
         }
-    }
-}
-
-/// A call's task: run in the driver's own task when it is the batch's only call (a spawn
-/// would hand it to another worker thread and its result back, most of what a one-call batch
-/// cost), else spawned.
-fn launch<F>(call: Pin<Box<F>>, total: usize, solo: &mut Option<Solo>, running: &mut JoinSet<Ran>)
-where
-    F: Future<Output = Ran> + Send + 'static,
-{
-    if total == 1 {
-        *solo = Some(call);
-    } else {
-        running.spawn(call);
     }
 }
