@@ -5,7 +5,8 @@
 //! result, the JS thread woken by the batch's end): nearly all of the 60–120 µs it took.
 //! Polled on the JS thread, the batch queues its handler call there, the JS layer runs it at
 //! once, and its settlement wakes the batch on the same thread, which finishes it in the same
-//! turn. What the batch hands to the runtime (the calls of a larger batch, timers, the
+//! turn. A batch's calls run in the batch's own future (the core spawns none), so every
+//! batch is polled here whatever its size. What the batch hands to the runtime (timers, the
 //! stores' threads) still runs there: the runtime is entered while polling, and a wake from
 //! another thread queues a poll and wakes the JS thread like a queued handler call does
 //! (`dispatcher.rs`).

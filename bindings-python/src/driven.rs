@@ -4,10 +4,10 @@
 //! (the worker woken to start it, the loop woken to start the handler's task, the worker woken
 //! by the task's end, the loop woken by the batch's end): nearly all of the ~100 µs it took.
 //! Polled on the loop thread, the batch starts an async handler's task right there and hears
-//! of its end from the task's last step on the same thread. What the batch hands to the
-//! runtime (the calls of a larger batch, timers, the stores' threads) still runs there: the
-//! runtime is entered while polling, and a wake from any thread reaches the loop through the
-//! batch's inbox (`host.rs`).
+//! of its end from the task's last step on the same thread. Batches of up to 32 calls are
+//! polled so (`engine.rs` says why not larger ones). What the batch hands to the runtime
+//! (timers, the stores' threads) still runs there: the runtime is entered while polling, and
+//! a wake from any thread reaches the loop through the batch's inbox (`host.rs`).
 //!
 //! A loop can stop for good with a batch in flight (an app that closes its loop without
 //! awaiting or cancelling the batch) or stall (a long blocking call on its thread). So a wake

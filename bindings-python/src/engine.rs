@@ -22,6 +22,14 @@ use tooljig::{
     AuditQuery, AuditSink, BatchOptions, Engine, EngineOptions, Settings, Tool, ToolSpec,
 };
 
+/// Most calls a batch polled on the event loop's thread may have (`driven.rs`). Up to here,
+/// what polling there saves (a thread hand-over a handler, 10–40 µs on this project's machine)
+/// outweighs the batch's own work running before its handlers instead of beside them: a
+/// 10-call batch of `async def` handlers takes 14 µs a call polled there against 26 µs on a
+/// worker, a 100-call one 14 µs against 10 (`BENCHMARKS.md`, "A batch's calls polled in its
+/// own task").
+const DRIVEN_CALLS: usize = 32;
+
 /// The native engine. The package's `tooljig.Engine` wraps it with the decorator, `run`,
 /// `run_sync` and `stream`.
 #[pyclass(name = "Engine", module = "tooljig._native", frozen)]
@@ -368,7 +376,7 @@ impl PyEngine {
         options.host = Some(host.clone());
         let engine = self.inner.clone();
         let poster = host.clone();
-        let solo = calls.len() == 1;
+        let small = calls.len() <= DRIVEN_CALLS;
         let batch: BatchFuture = if events {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
             options.events = Some(tx);
@@ -394,14 +402,14 @@ impl PyEngine {
                 poster.post(Msg::Done(out));
             })
         };
-        if solo && host.can_drive() {
-            // Its call runs in the batch's own task: polled here, an async handler starts
-            // and ends on this thread with no hand-over (`driven.rs`).
+        if small && host.can_drive() {
+            // Its calls run in the batch's own task: polled here, a handler starts and ends
+            // on this thread with no hand-over (`driven.rs`).
             host.drive(py, batch, handle);
         } else {
-            // A larger batch's calls run on the runtime's workers anyway; there its own
-            // bookkeeping runs beside the handlers on this thread instead of before them.
-            // (And a loop without a socket to watch cannot be polled safely: `can_drive`.)
+            // A large batch's own work (parsing, validation, audit records) runs on a worker
+            // beside its handlers on this thread, not before them. (And a loop without a
+            // socket to watch cannot be polled safely: `can_drive`.)
             handle.spawn(batch);
         }
         // Added only now, and only to a batch still running: one that ended in its first
