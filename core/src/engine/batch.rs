@@ -32,11 +32,14 @@ use crate::spans;
 use crate::tool_calls::{Door, NestedSender, ParentCall};
 use futures::FutureExt;
 use futures::future::Either;
-use futures::stream::{FuturesUnordered, StreamExt};
+use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -457,7 +460,7 @@ impl Batch {
         // thread hand-over between a call's end and the driver (see the module's comment).
         // Each ends with its index, what it produced (`None` when tooljig's own steps
         // panicked) and its place, which the driver frees once it has settled the result.
-        let mut running = FuturesUnordered::new();
+        let mut running = Running::new(total);
         let mut in_flight = vec![false; total];
         // One cancellation waiter and one deadline timer for the whole batch, not one of
         // each per finished call: with thousands of calls they showed in the profile.
@@ -597,6 +600,49 @@ impl Batch {
             duration_us,
             run_id: None,
             rollback: None,
+        }
+    }
+}
+
+/// The calls of a batch in flight. A batch of one polls its call itself: a
+/// `FuturesUnordered` makes two allocations of its own before it holds a call, which made a
+/// one-call batch cost 3.8% more instructions (0.5 µs a batch from Node).
+enum Running<F> {
+    One(Option<Pin<Box<F>>>),
+    Many(FuturesUnordered<F>),
+}
+
+impl<F: Future> Running<F> {
+    fn new(total: usize) -> Self {
+        if total == 1 {
+            Running::One(None)
+        } else {
+            Running::Many(FuturesUnordered::new())
+        }
+    }
+
+    fn push(&mut self, call: F) {
+        match self {
+            Running::One(one) => *one = Some(Box::pin(call)),
+            Running::Many(many) => many.push(call),
+        }
+    }
+}
+
+impl<F: Future> Stream for Running<F> {
+    type Item = F::Output;
+
+    /// The next call to end; `None` when none is running.
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<F::Output>> {
+        match self.get_mut() {
+            Running::One(one) => match one {
+                Some(call) => call.as_mut().poll(cx).map(|ran| {
+                    *one = None;
+                    Some(ran)
+                }),
+                None => Poll::Ready(None),
+            },
+            Running::Many(many) => many.poll_next_unpin(cx),
         }
     }
 }
