@@ -31,8 +31,9 @@ use std::time::Instant;
 
 pub use crate::handler::UNEXPECTED_MESSAGE;
 
-/// Runs one call and builds its audit record where it ran (step 11), when the engine
-/// audits: building every record on the batch's driver made the driver the bottleneck.
+/// Runs one call and builds its audit record as it ends (step 11), when the engine audits.
+/// (This kept records off the driver while calls were spawned tasks; now that the driver
+/// polls its calls itself, both run on one thread.)
 //
 // This and `run_job` return an `async move` block rather than being `async fn`s: an async
 // fn's future keeps its arguments twice (as given, and moved into its body), and this
