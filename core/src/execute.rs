@@ -10,7 +10,6 @@ use crate::durable::{self, CallDurable};
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::events::Event;
-use crate::guard::audit::AuditEntry;
 use crate::guard::{self, Guards};
 use crate::handler::{HandlerError, ToolContext};
 use crate::hook::HookSite;
@@ -31,42 +30,34 @@ use std::time::Instant;
 
 pub use crate::handler::UNEXPECTED_MESSAGE;
 
-/// Runs one call and builds its audit record as it ends (step 11), when the engine audits.
-/// (This kept records off the driver while calls were spawned tasks; now that the driver
-/// polls its calls itself, both run on one thread.)
+/// Runs one call and, when its tool presents results to the model, presents this one. The
+/// driver settles what it returns, and builds its audit record there (step 11).
 //
 // This and `run_job` return an `async move` block rather than being `async fn`s: an async
 // fn's future keeps its arguments twice (as given, and moved into its body), and this
 // future is made, boxed and moved once a call.
 #[allow(clippy::manual_async_fn)]
-pub fn run_audited(
+pub fn run_call(
     job: Job,
     guards: Arc<Guards>,
     durable: CallDurable,
     place: &mut Place,
-) -> impl Future<Output = (Box<CallResult>, Option<Box<AuditEntry>>)> + Send + '_ {
+) -> impl Future<Output = Box<CallResult>> + Send + '_ {
     async move {
         let presenter = Presenter::of(&job);
-        let audited = guards
-            .audits()
-            .then(|| (job.caller.clone(), job.tool.clone()));
         let mut result = run_job(job, &guards, &durable, place).await;
         if let Some(presenter) = presenter {
             // It may run the app's `to_model_output`. Boxed, as the rare paths of `run_job`.
             place.step_in().await;
             Box::pin(presenter.present(&durable.run_id, &mut result)).await;
         }
-        let Some((caller, tool)) = audited else {
-            return (result, None);
-        };
-        let record = guards.audit_record(&result, &caller, Some(&tool.spec.policy), None);
-        (result, record.map(Box::new))
+        result
     }
 }
 
 /// Runs one call through the rest of its path and returns its result. The call holds
 /// `place` while the app's code runs for it, and gives it up while it waits for the store.
-#[allow(clippy::manual_async_fn)] // see `run_audited`
+#[allow(clippy::manual_async_fn)] // see `run_call`
 pub fn run_job<'a>(
     mut job: Job,
     guards: &'a Guards,
@@ -274,7 +265,7 @@ pub fn run_job<'a>(
             place.step_in().await;
             Box::pin(on_success::follow(site, &d.run_id, &mut result)).await;
         }
-        // Step 11: audit (the caller, `run_audited`, builds the record) and compensations
+        // Step 11: audit (the driver builds the record as it settles the result) and compensations
         // (the run records completed calls when the batch settles).
         result
     }

@@ -105,7 +105,13 @@ async fn exercise(sink: Arc<dyn AuditSink>) {
         Some(json!("[redacted]")),
         "unparsed text cannot be redacted field by field"
     );
-    assert_eq!(by("scopes").code, Some(ErrorCode::ScopesMissing));
+    let scopes = by("scopes");
+    assert_eq!(scopes.code, Some(ErrorCode::ScopesMissing));
+    assert_eq!(
+        scopes.arguments,
+        Some(json!({"id": 1})),
+        "a call refused on its path keeps the arguments it was refused with"
+    );
     assert_eq!(by("needs").outcome, Outcome::Needs);
     assert_eq!(by("cycle").code, Some(ErrorCode::DependencyCycle));
 

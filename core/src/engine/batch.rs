@@ -20,7 +20,7 @@ use crate::durable::run::Pass;
 use crate::envelope::Envelope;
 use crate::error_code::ErrorCode;
 use crate::events::{Event, EventSender};
-use crate::execute::run_audited;
+use crate::execute::run_call;
 use crate::guard::Guards;
 use crate::guard::audit::AuditEntry;
 use crate::handler::HostData;
@@ -261,31 +261,40 @@ impl Batch {
         if let (Some(parent), Some(r)) = (&self.parent, self.slots[i].result.as_mut()) {
             r.parent = Some(parent.clone());
         }
-        // Step 11: every result passes here or through `settle_ran`, planning refusals
-        // included. A resumed run's calls settled in earlier passes were audited then.
-        if let Some(r) = self.slots[i]
+        // A resumed run's calls settled in earlier passes were counted and audited then.
+        let earlier = self.slots[i]
             .result
             .as_ref()
-            .filter(|r| !self.pass.carried_over(&r.call_id))
-        {
-            let policy = self.tools.get(&r.tool).map(|t| &t.spec.policy);
-            self.guards.count(r);
-            let record =
-                self.guards
-                    .audit_record(r, &self.caller, policy, self.raw_arguments.get(i));
-            self.audit(record);
+            .is_some_and(|r| self.pass.carried_over(&r.call_id));
+        if !earlier {
+            // Its arguments may never have parsed: the record keeps the model's.
+            self.account(i, true);
         }
         self.release(i);
     }
 
-    /// Records a call that ran, which built its audit record as it ended.
-    fn settle_ran(&mut self, i: usize, result: Box<CallResult>, record: Option<Box<AuditEntry>>) {
-        self.guards.count(&result);
+    /// Records a call that ran and releases the calls waiting on it.
+    fn settle_ran(&mut self, i: usize, result: Box<CallResult>) {
         // Unboxed here, as each arrives: freeing every box at the batch's end, in one burst
         // on one thread, made glibc hand their pages back and fault them in again.
         self.slots[i].result = Some(*result);
-        self.audit(record.map(|r| *r));
+        // Its record keeps the arguments its result carries, the ones it ran or was refused
+        // with, never the model's (they may hold a value for a hidden argument).
+        self.account(i, false);
         self.release(i);
+    }
+
+    /// Step 11, which every result passes, planning refusals included: counts the call
+    /// and keeps its audit record, with the model's arguments when `raw` and it has none.
+    fn account(&mut self, i: usize, raw: bool) {
+        let Some(r) = self.slots[i].result.as_ref() else {
+            return;
+        };
+        self.guards.count(r);
+        let policy = self.tools.get(&r.tool).map(|t| &t.spec.policy);
+        let raw = raw.then(|| self.raw_arguments.get(i)).flatten();
+        let record = self.guards.audit_record(r, &self.caller, policy, raw);
+        self.audit(record);
     }
 
     /// Keeps a record for the sink, handing the kept ones over once there are enough.
@@ -498,7 +507,7 @@ impl Batch {
                     if self.span.is_disabled() {
                         running.push(Either::Left(async move {
                             let mut place = place;
-                            let call = Box::pin(run_audited(job, guards, durable, &mut place));
+                            let call = Box::pin(run_call(job, guards, durable, &mut place));
                             (i, AssertUnwindSafe(call).catch_unwind().await.ok(), place)
                         }));
                     } else {
@@ -506,10 +515,10 @@ impl Batch {
                         let span = spans::call(&self.span, &job.id, &job.tool.spec.name);
                         running.push(Either::Right(async move {
                             let mut place = place;
-                            let call = run_audited(job, guards, durable, &mut place)
-                                .instrument(span.clone());
+                            let call =
+                                run_call(job, guards, durable, &mut place).instrument(span.clone());
                             let ran = AssertUnwindSafe(Box::pin(call)).catch_unwind().await.ok();
-                            if let Some((result, _)) = &ran {
+                            if let Some(result) = &ran {
                                 spans::finish(&span, result);
                             }
                             (i, ran, place)
@@ -541,9 +550,9 @@ impl Batch {
             match joined {
                 // The call's place is freed only once its result is settled: in an atomic
                 // batch, a failure must be known before the next call may start.
-                Ok(Some((i, Some((result, record)), place))) => {
+                Ok(Some((i, Some(result), place))) => {
                     in_flight[i] = false;
-                    self.settle_ran(i, result, record);
+                    self.settle_ran(i, result);
                     drop(place);
                 }
                 Ok(Some((i, None, _))) => {
