@@ -291,6 +291,9 @@ impl Batch {
             return;
         };
         self.guards.count(r);
+        if !self.guards.audits() {
+            return;
+        }
         let policy = self.tools.get(&r.tool).map(|t| &t.spec.policy);
         let raw = raw.then(|| self.raw_arguments.get(i)).flatten();
         let record = self.guards.audit_record(r, &self.caller, policy, raw);
