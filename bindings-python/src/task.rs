@@ -16,28 +16,31 @@ use pyo3::types::{PyDict, PyType};
 
 /// Makes the tasks of one batch's handlers on its loop.
 pub(crate) enum TaskMaker {
-    /// Through `loop.create_task`, bound once: the task's first step waits for the loop.
+    /// Through `loop.create_task`, bound once, for a loop with the app's task factory.
     CreateTask(Py<PyAny>),
-    /// `asyncio.Task(..., loop=event_loop, eager_start=True)`.
-    Eager {
+    /// `asyncio.Task(..., loop=event_loop, context=...)`, eagerly (`eager_start=True`) on
+    /// Python 3.12 and later. Made directly rather than through `loop.create_task`, which
+    /// does nothing more without a task factory and costs a call into Python code a task.
+    Direct {
         task: Py<PyAny>,
         event_loop: Py<PyAny>,
+        eager: bool,
     },
 }
 
 impl TaskMaker {
-    /// The task maker of `event_loop`: eager on Python 3.12 and later unless the app set a
-    /// task factory.
+    /// The task maker of `event_loop`: direct (and eager on Python 3.12 and later) unless
+    /// the app set a task factory.
     pub(crate) fn new(event_loop: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = event_loop.py();
-        if eager_python(py)
-            && event_loop
-                .call_method0(intern!(py, "get_task_factory"))?
-                .is_none()
+        if event_loop
+            .call_method0(intern!(py, "get_task_factory"))?
+            .is_none()
         {
-            return Ok(TaskMaker::Eager {
+            return Ok(TaskMaker::Direct {
                 task: asyncio(py)?.getattr(intern!(py, "Task"))?.unbind(),
                 event_loop: event_loop.clone().unbind(),
+                eager: eager_python(py),
             });
         }
         let create_task = event_loop.getattr(intern!(py, "create_task"))?;
@@ -57,14 +60,20 @@ impl TaskMaker {
         let py = awaitable.py();
         let guarded = exit_guard(py)?.call1((awaitable, settle))?;
         match self {
-            TaskMaker::Eager { task, event_loop } => {
+            TaskMaker::Direct {
+                task,
+                event_loop,
+                eager,
+            } => {
                 let kwargs = PyDict::new(py);
                 kwargs.set_item(intern!(py, "loop"), event_loop.bind(py))?;
                 kwargs.set_item(
                     intern!(py, "context"),
                     context.call_method0(intern!(py, "copy"))?,
                 )?;
-                kwargs.set_item(intern!(py, "eager_start"), true)?;
+                if *eager {
+                    kwargs.set_item(intern!(py, "eager_start"), true)?;
+                }
                 task.bind(py).call((guarded,), Some(&kwargs))
             }
             // The task copies the context current as it is made.
