@@ -344,6 +344,41 @@ async fn memory_sink_verifies_and_reports_the_first_broken_link() {
     assert_eq!(report.records, 4);
 }
 
+#[tokio::test]
+async fn memory_sink_hands_its_records_over_as_json_lines_and_its_chain_goes_on() {
+    let sink = Arc::new(MemoryAudit::new());
+    exercise(sink.clone()).await;
+    let queried = sink.query(AuditQuery::all()).await.unwrap();
+    let lines = sink.take_lines();
+    assert_eq!(lines.len(), queried.len());
+    // Each line is the record with its hash first, as the JSON Lines sink writes it.
+    for (line, record) in lines.iter().zip(&queried) {
+        assert!(line.starts_with(&format!("{{\"hash\":\"{}\",\"seq\":", record.hash)));
+        let read: tooljig::audit::AuditRecord = serde_json::from_str(line).unwrap();
+        assert_eq!(&read, record);
+    }
+    assert!(sink.records().is_empty(), "taken out");
+    let last = queried.last().unwrap().clone();
+    exercise_again(sink.clone()).await;
+    let after = sink.records();
+    assert_eq!(after[0].seq, last.seq + 1, "the chain goes on");
+    assert_eq!(after[0].prev_hash, last.hash);
+    let report = sink.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.records, after.len() as u64);
+    sink.with_records(|r| r[1].message = Some("forged".into()));
+    let report = sink.verify().await.unwrap();
+    assert_eq!(report.broken.unwrap().seq, last.seq + 2);
+}
+
+/// One more batch of calls, recorded after those of [`exercise`].
+async fn exercise_again(sink: Arc<MemoryAudit>) {
+    let runs = Runs::default();
+    let e = engine(sink, &runs);
+    let out = run(&e, batch(), caller("u1")).await;
+    assert_eq!(out.results.len(), 6);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_ran_is_audited_while_its_batch_still_runs() {
     // The batch hands its records over whenever it waits, so a record of a finished call does

@@ -237,6 +237,15 @@ impl Verifier {
         }
     }
 
+    /// A verifier for the records that follow the end of `chain` (what a log holds after
+    /// records before it were taken out).
+    pub fn after(chain: Chain) -> Self {
+        Verifier {
+            expected: chain,
+            ..Verifier::default()
+        }
+    }
+
     /// This verifier for a log whose anchor file is missing: a log with records then
     /// reports it (the anchor may have been removed to hide a cut).
     pub fn anchor_missing(mut self) -> Self {

@@ -55,6 +55,11 @@ impl AuditEntry {
         &self.indexed
     }
 
+    /// The fields stores index the record by, the rest dropped (once its content is linked).
+    pub fn into_indexed(self) -> Indexed {
+        self.indexed
+    }
+
     /// What the record's hash covers besides its chain fields.
     pub fn content(&self) -> &str {
         &self.content

@@ -24,7 +24,7 @@ fn io(e: std::io::Error) -> AuditError {
 }
 
 /// The line of a linked record: its body with `"hash"` spliced in first.
-fn line(hash: &str, body: &str, out: &mut String) {
+pub(crate) fn line(hash: &str, body: &str, out: &mut String) {
     let rest = body.strip_prefix('{').unwrap_or(body);
     let sep = if rest == "}" { "" } else { "," };
     out.push_str("{\"hash\":\"");

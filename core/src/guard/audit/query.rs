@@ -1,6 +1,7 @@
 //! Questions asked of the audit log: by principal, tenant, tool, call, outcome, code and time.
 
 use crate::error_code::ErrorCode;
+use crate::guard::audit::entry::Indexed;
 use crate::guard::audit::record::{AuditRecord, Outcome};
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,17 @@ pub(crate) enum Bound {
     Text(String),
     /// A time in ms, clamped into SQL's signed integers (`u64::MAX` means "no bound", not -1).
     Int(i64),
+}
+
+/// The fields of a record a query looks at.
+struct Fields<'a> {
+    principal: &'a Option<String>,
+    tenant: &'a Option<String>,
+    tool: &'a str,
+    call_id: &'a str,
+    outcome: Outcome,
+    code: Option<ErrorCode>,
+    time_ms: u64,
 }
 
 /// A filter over audit records; every field set must match. Results come in log order.
@@ -53,13 +65,39 @@ impl AuditQuery {
 
     /// Whether `r` passes the filter (the limit aside).
     pub fn matches(&self, r: &AuditRecord) -> bool {
+        self.passes(Fields {
+            principal: &r.principal,
+            tenant: &r.tenant,
+            tool: &r.tool,
+            call_id: &r.call_id,
+            outcome: r.outcome,
+            code: r.code,
+            time_ms: r.time_ms,
+        })
+    }
+
+    /// Whether a record with these indexed fields passes the filter (the limit aside): every
+    /// field a query asks about is one stores index.
+    pub fn matches_indexed(&self, i: &Indexed) -> bool {
+        self.passes(Fields {
+            principal: &i.principal,
+            tenant: &i.tenant,
+            tool: &i.tool,
+            call_id: &i.call_id,
+            outcome: i.outcome,
+            code: i.code,
+            time_ms: i.time_ms,
+        })
+    }
+
+    fn passes(&self, r: Fields<'_>) -> bool {
         fn same(want: &Option<String>, got: &Option<String>) -> bool {
             want.is_none() || want == got
         }
-        same(&self.principal, &r.principal)
-            && same(&self.tenant, &r.tenant)
-            && self.tool.as_ref().is_none_or(|t| t == &r.tool)
-            && self.call_id.as_ref().is_none_or(|c| c == &r.call_id)
+        same(&self.principal, r.principal)
+            && same(&self.tenant, r.tenant)
+            && self.tool.as_ref().is_none_or(|t| t == r.tool)
+            && self.call_id.as_ref().is_none_or(|c| c == r.call_id)
             && self.outcome.is_none_or(|o| o == r.outcome)
             && self.code.is_none_or(|c| Some(c) == r.code)
             && self.since_ms.is_none_or(|s| r.time_ms >= s)
