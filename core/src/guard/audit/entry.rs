@@ -34,11 +34,10 @@ pub struct Indexed {
     pub code: Option<ErrorCode>,
 }
 
-impl AuditEntry {
-    /// Serializes the (not yet linked) record.
-    pub fn new(record: AuditRecord) -> Self {
-        let content = chain::content(&record);
-        let indexed = Indexed {
+impl From<AuditRecord> for Indexed {
+    /// The record's indexed fields, the rest dropped.
+    fn from(record: AuditRecord) -> Self {
+        Indexed {
             time_ms: record.time_ms,
             principal: record.principal,
             tenant: record.tenant,
@@ -46,8 +45,18 @@ impl AuditEntry {
             call_id: record.call_id,
             outcome: record.outcome,
             code: record.code,
-        };
-        AuditEntry { indexed, content }
+        }
+    }
+}
+
+impl AuditEntry {
+    /// Serializes the (not yet linked) record.
+    pub fn new(record: AuditRecord) -> Self {
+        let content = chain::content(&record);
+        AuditEntry {
+            indexed: Indexed::from(record),
+            content,
+        }
     }
 
     /// The fields stores index the record by.

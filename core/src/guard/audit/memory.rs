@@ -41,19 +41,12 @@ struct Kept {
 impl Kept {
     /// A record as the app handed it (through [`MemoryAudit::with_records`]): its text is
     /// what it serializes to now, so a record altered there no longer matches its hash.
-    fn of(record: AuditRecord) -> Kept {
+    fn of(mut record: AuditRecord) -> Kept {
         let body = chain::body(&record);
+        let hash = std::mem::take(&mut record.hash);
         Kept {
-            indexed: Indexed {
-                time_ms: record.time_ms,
-                principal: record.principal,
-                tenant: record.tenant,
-                tool: record.tool,
-                call_id: record.call_id,
-                outcome: record.outcome,
-                code: record.code,
-            },
-            hash: record.hash,
+            indexed: Indexed::from(record),
+            hash,
             body,
         }
     }
