@@ -33,6 +33,7 @@ struct Log {
 /// One linked record as the log keeps it.
 #[derive(Debug)]
 struct Kept {
+    seq: u64,
     indexed: Indexed,
     hash: String,
     body: String,
@@ -45,6 +46,7 @@ impl Kept {
         let body = chain::body(&record);
         let hash = std::mem::take(&mut record.hash);
         Kept {
+            seq: record.seq,
             indexed: Indexed::from(record),
             hash,
             body,
@@ -55,7 +57,7 @@ impl Kept {
     fn record(&self) -> Result<AuditRecord, AuditError> {
         let mut record: AuditRecord =
             serde_json::from_str(&self.body).map_err(|e| AuditError::Corrupt {
-                seq: 0,
+                seq: self.seq,
                 message: format!("the record does not read back: {e}"),
             })?;
         record.hash.clone_from(&self.hash);
@@ -130,6 +132,7 @@ impl AuditSink for MemoryAudit {
         let mut log = self.log();
         let link = log.chain.next(entry.content());
         log.kept.push(Kept {
+            seq: link.seq,
             indexed: entry.into_indexed(),
             hash: link.hash,
             body: link.body,
@@ -156,11 +159,11 @@ impl AuditSink for MemoryAudit {
         let log = self.log();
         let mut verifier = Verifier::after(log.start.clone());
         let mut broken = None;
-        for (at, kept) in log.kept.iter().enumerate() {
+        for kept in &log.kept {
             let checked = match kept.record() {
                 Ok(record) => verifier.check_stored(&record, &kept.body),
                 Err(e) => Err(BrokenLink {
-                    seq: log.start.next_seq + at as u64,
+                    seq: kept.seq,
                     reason: e.to_string(),
                 }),
             };
