@@ -371,6 +371,51 @@ async fn memory_sink_hands_its_records_over_as_json_lines_and_its_chain_goes_on(
     assert_eq!(report.broken.unwrap().seq, last.seq + 2);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_sink_lines_taken_while_batches_run_make_one_intact_chain() {
+    // Batches record from several tasks while another takes lines out again and again: every
+    // record is taken exactly once, and the lines, one file end to end, verify as one chain.
+    let sink = Arc::new(MemoryAudit::new());
+    let runs = Runs::default();
+    let e = Arc::new(engine(sink.clone(), &runs));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let taker = {
+        let (sink, done) = (sink.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut lines = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                lines.extend(sink.take_lines());
+                tokio::task::yield_now().await;
+            }
+            lines
+        })
+    };
+    let batches: Vec<_> = (0..8)
+        .map(|_| {
+            let e = e.clone();
+            tokio::spawn(async move {
+                for _ in 0..10 {
+                    assert_eq!(run(&e, batch(), caller("u1")).await.results.len(), 6);
+                }
+            })
+        })
+        .collect();
+    for b in batches {
+        b.await.unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let mut lines = taker.await.unwrap();
+    lines.extend(sink.take_lines());
+    assert_eq!(lines.len(), 8 * 10 * 6, "every record taken once");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forwarded.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let report = JsonlAudit::verify_file(&path).unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.records, 480);
+    assert!(sink.verify().await.unwrap().is_intact(), "an empty rest");
+}
+
 /// One more batch of calls, recorded after those of [`exercise`].
 async fn exercise_again(sink: Arc<MemoryAudit>) {
     let runs = Runs::default();
