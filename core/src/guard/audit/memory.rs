@@ -30,6 +30,13 @@ struct Log {
     kept: Vec<Kept>,
 }
 
+impl Log {
+    /// Every kept record, read back, in log order.
+    fn records(&self) -> Vec<AuditRecord> {
+        self.kept.iter().filter_map(|k| k.record().ok()).collect()
+    }
+}
+
 /// One linked record as the log keeps it.
 #[derive(Debug)]
 struct Kept {
@@ -88,19 +95,14 @@ impl MemoryAudit {
 
     /// Every record so far, in log order.
     pub fn records(&self) -> Vec<AuditRecord> {
-        self.log()
-            .kept
-            .iter()
-            .filter_map(|k| k.record().ok())
-            .collect()
+        self.log().records()
     }
 
     /// Runs `f` over the stored records, read back, and keeps what `f` leaves (tests use it
     /// to tamper: an altered record no longer matches its hash).
     pub fn with_records<T>(&self, f: impl FnOnce(&mut Vec<AuditRecord>) -> T) -> T {
         let mut log = self.log();
-        let mut records: Vec<AuditRecord> =
-            log.kept.iter().filter_map(|k| k.record().ok()).collect();
+        let mut records = log.records();
         let out = f(&mut records);
         log.kept = records.into_iter().map(Kept::of).collect();
         out
