@@ -134,8 +134,10 @@ pub fn run_job<'a>(
         };
         let policy = &job.tool.spec.policy;
         let timeout = policy.timeout_duration();
+        // The clock is read once as the call starts and once as it ends: each read is a
+        // system call's worth of work on some machines, on every call.
         let started = Instant::now();
-        result.started_us = Some(job.since_start());
+        result.started_us = Some(job.micros_at(started));
         let mut attempt = 0;
         let mut accepted = None;
         let envelope = loop {
@@ -242,11 +244,13 @@ pub fn run_job<'a>(
             }
         };
         result.attempts = attempt;
-        result.duration_us = started.elapsed().as_micros() as u64;
+        let ended = Instant::now();
+        result.duration_us = ended.duration_since(started).as_micros() as u64;
         result.envelope = envelope;
         // A job the handler accepted has not succeeded yet: no `on_success` for it.
         let follow_up =
             (job.tool.on_success.is_some() && accepted.is_none()).then(|| HookSite::of(&job));
+        result.finished_us = job.micros_at(ended);
         if let Some(reference) = accepted {
             Box::pin(durable::background_job::park(
                 d,
@@ -255,8 +259,8 @@ pub fn run_job<'a>(
                 &mut result,
             ))
             .await;
+            result.finished_us = job.since_start();
         }
-        result.finished_us = job.since_start();
         result.arguments = Some(job.arguments);
         durable::after(d, guarded, &mut result, place).await;
         guard::cache_store(guards, cache_slot, &result).await;

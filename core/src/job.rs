@@ -48,7 +48,12 @@ pub struct Job {
 impl Job {
     /// Microseconds since the batch started.
     pub fn since_start(&self) -> u64 {
-        self.batch_start.elapsed().as_micros() as u64
+        self.micros_at(Instant::now())
+    }
+
+    /// Microseconds from the batch's start to `at`, a time the caller already read.
+    pub fn micros_at(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.batch_start).as_micros() as u64
     }
 
     /// Sends an event stamped with the batch clock, when anyone listens.
