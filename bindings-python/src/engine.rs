@@ -242,7 +242,7 @@ impl PyEngine {
         convert::to_py(py, &value)
     }
 
-    /// Replaces the enabled flags; the next batch sees them.
+    /// Replaces the enabled flags; every call that starts after this sees them.
     #[setter]
     fn set_settings(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let settings: Settings =

@@ -115,6 +115,77 @@ async fn enabled_flags_follow_the_hierarchy_and_change_at_run_time() {
 }
 
 #[tokio::test]
+async fn a_batch_decides_each_tool_for_itself_and_sees_settings_replaced_midway() {
+    // One batch: many calls to a tool the caller may use, many to one it may not, then a
+    // call that switches the first tool off, then more calls to it. Decisions kept for the
+    // batch must be per tool, and must not outlive the settings they were made under.
+    let runs = Runs::default();
+    let e = Arc::new(engine(&runs));
+    let slot: Arc<std::sync::OnceLock<std::sync::Weak<Engine>>> = Arc::default();
+    let reach = slot.clone();
+    e.register(Tool::from_fn(
+        "switch_off_search",
+        "Switches search_web off.",
+        object(),
+        move |_, _| {
+            let reach = reach.clone();
+            async move {
+                if let Some(engine) = reach.get().and_then(std::sync::Weak::upgrade) {
+                    engine.set_settings(
+                        serde_json::from_value(json!({"system": {"search_web": false}})).unwrap(),
+                    );
+                }
+                Ok(json!("off"))
+            }
+        },
+    ))
+    .unwrap();
+    slot.set(Arc::downgrade(&e)).unwrap();
+
+    let mut calls = Vec::new();
+    for i in 0..50 {
+        calls.push(Call::new(format!("w{i}"), "search_web", json!({})));
+        calls.push(Call::new(format!("s{i}"), "send_email", json!({})));
+    }
+    calls.push(Call::new("off", "switch_off_search", json!({})));
+    for i in 0..20 {
+        calls.push(Call::new(format!("late{i}"), "search_web", json!({})));
+    }
+    // One call at a time, in order: the switch lands between the early and the late calls.
+    let options = BatchOptions {
+        concurrency: Some(1),
+        ..Default::default()
+    };
+    let out = e.run(calls, caller("u1"), options).await;
+    let by_id = |id: &str| {
+        out.results
+            .iter()
+            .find(|r| r.call_id == id)
+            .unwrap()
+            .envelope
+            .to_value()
+    };
+    for i in 0..50 {
+        assert!(by_id(&format!("w{i}"))["ok"].as_bool().unwrap(), "w{i}");
+        let refused = by_id(&format!("s{i}"));
+        assert_eq!(refused["error"]["code"], "permission_denied", "s{i}");
+    }
+    assert_eq!(by_id("off")["data"], "off");
+    for i in 0..20 {
+        let refused = by_id(&format!("late{i}"));
+        assert_eq!(refused["error"]["disabled_by"], "system", "late{i}");
+    }
+    assert_eq!(runs.get(), 50, "only the early search_web calls ran");
+
+    // The next batch, and another caller in it, are decided afresh.
+    e.set_settings(Settings::default());
+    let mut admin = caller("u2");
+    admin.roles = vec!["admin".into()];
+    let out = run(&e, vec![Call::new("s", "send_email", json!({}))], admin).await;
+    assert!(out.results[0].envelope.is_ok());
+}
+
+#[tokio::test]
 async fn specs_for_lists_only_usable_tools() {
     let e = engine(&Runs::default());
     let names =

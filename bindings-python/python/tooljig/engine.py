@@ -144,8 +144,8 @@ class Engine(DurableRuns, McpEndpoints):
 
     @property
     def settings(self) -> dict[str, Any]:
-        """The enabled flags in force; assign a dict to replace them (the next batch sees
-        them)."""
+        """The enabled flags in force; assign a dict to replace them (every call that starts
+        after that sees them, in running batches too)."""
         settings: dict[str, Any] = self._native.settings
         return settings
 

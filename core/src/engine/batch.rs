@@ -22,6 +22,7 @@ use crate::error_code::ErrorCode;
 use crate::events::{Event, EventSender};
 use crate::execute::run_call;
 use crate::guard::Guards;
+use crate::guard::access_memo::AccessMemo;
 use crate::guard::audit::AuditEntry;
 use crate::handler::HostData;
 use crate::job::Job;
@@ -71,6 +72,8 @@ pub(crate) struct Batch {
     events: Option<EventSender>,
     progress: Option<EventSender>,
     cancel: CancellationToken,
+    /// Step 5's static decisions, made once per tool for the whole batch.
+    access: Arc<AccessMemo>,
     host: Option<HostData>,
     deadline: Option<Duration>,
     concurrency: usize,
@@ -203,6 +206,7 @@ impl Batch {
             progress: options.progress.clone(),
             host: options.host.clone(),
             cancel: options.cancel.clone().unwrap_or_default(),
+            access: Arc::default(),
             deadline,
             concurrency: options.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
             finished: 0,
@@ -456,6 +460,7 @@ impl Batch {
             // The batch's own token: nothing cancels one job alone, and a child per job
             // cost an allocation and two locks of the batch token per call.
             cancel: self.cancel.clone(),
+            access: self.access.clone(),
             batch_start: self.start,
             events: self.events.clone(),
             progress: self.progress.clone(),

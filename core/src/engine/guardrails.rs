@@ -22,7 +22,8 @@ impl Engine {
         });
     }
 
-    /// Replaces the enabled flags of a running engine; the next batch sees them.
+    /// Replaces the enabled flags of a running engine; every call that starts after this
+    /// sees them, in batches already running too.
     pub fn set_settings(&self, settings: Settings) {
         self.guards.settings.store(Arc::new(settings));
     }

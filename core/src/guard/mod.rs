@@ -6,12 +6,14 @@
 //!
 //! 1. static access (enabled flags, roles, scopes) — before any app code runs for the call,
 //!    so a caller who may not use a tool cannot make its resolvers run or leak candidates;
+//!    decided once per tool in a batch (`access_memo.rs`);
 //! 2. hidden arguments and resolvers (step 3), then validation (step 4, in `execute.rs`);
 //! 3. the policy hook (the rest of step 5), over the final arguments;
 //! 4. rate limits (step 6), then the read cache (step 7);
 //! 5. audit and telemetry where the engine settles a result (step 11), planning refusals included.
 
 pub mod access;
+pub mod access_memo;
 pub mod audit;
 pub mod cache;
 #[cfg(feature = "redis")]
@@ -107,7 +109,10 @@ pub async fn admit(guards: &Guards, job: &mut Job, result: &mut CallResult) -> C
             Envelope::Error(access::internal(&job.tool.spec.name)),
         );
     }
-    if let Err(e) = access::check(&job.tool.spec, &job.caller, &guards.settings.load()) {
+    if let Err(e) = job
+        .access
+        .check(&job.tool, &job.caller, &guards.settings.load())
+    {
         return refuse(job, result, Envelope::Error(e));
     }
     if job.tool.spec.policy.hidden.is_empty() {
