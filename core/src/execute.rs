@@ -10,6 +10,7 @@ use crate::durable::{self, CallDurable};
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::events::Event;
+use crate::guard::access_memo::AccessMemo;
 use crate::guard::{self, Guards};
 use crate::handler::{HandlerError, ToolContext};
 use crate::hook::HookSite;
@@ -40,12 +41,13 @@ pub use crate::handler::UNEXPECTED_MESSAGE;
 pub fn run_call(
     job: Job,
     guards: Arc<Guards>,
+    access: Arc<AccessMemo>,
     durable: CallDurable,
     place: &mut Place,
 ) -> impl Future<Output = Box<CallResult>> + Send + '_ {
     async move {
         let presenter = Presenter::of(&job);
-        let mut result = run_job(job, &guards, &durable, place).await;
+        let mut result = run_job(job, &guards, &access, &durable, place).await;
         if let Some(presenter) = presenter {
             // It may run the app's `to_model_output`. Boxed, as the rare paths of `run_job`.
             place.step_in().await;
@@ -61,6 +63,7 @@ pub fn run_call(
 pub fn run_job<'a>(
     mut job: Job,
     guards: &'a Guards,
+    access: &'a AccessMemo,
     d: &'a CallDurable,
     place: &'a mut Place,
 ) -> impl Future<Output = Box<CallResult>> + Send + 'a {
@@ -82,7 +85,10 @@ pub fn run_job<'a>(
 
         // Step 3: hidden arguments and resolvers, before validation. Static access (step 5's
         // flags, roles, scopes) runs first: see guard/mod.rs.
-        if guard::admit(guards, &mut job, &mut result).await.is_break() {
+        if guard::admit(guards, access, &mut job, &mut result)
+            .await
+            .is_break()
+        {
             return result;
         }
 

@@ -8,7 +8,6 @@ use crate::call::CallResult;
 use crate::caller::Caller;
 use crate::envelope::Envelope;
 use crate::events::{Event, EventSender};
-use crate::guard::access_memo::AccessMemo;
 use crate::handler::HostData;
 use crate::registry::RegisteredTool;
 use crate::tool_calls::{Door, ParentCall};
@@ -32,8 +31,6 @@ pub struct Job {
     pub caller: Arc<Caller>,
     /// Cancelled with the batch.
     pub cancel: CancellationToken,
-    /// The batch's static access decisions, shared by its calls.
-    pub access: Arc<AccessMemo>,
     /// When the batch started.
     pub batch_start: Instant,
     /// Where events go, if anyone listens.

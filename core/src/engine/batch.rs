@@ -460,7 +460,6 @@ impl Batch {
             // The batch's own token: nothing cancels one job alone, and a child per job
             // cost an allocation and two locks of the batch token per call.
             cancel: self.cancel.clone(),
-            access: self.access.clone(),
             batch_start: self.start,
             events: self.events.clone(),
             progress: self.progress.clone(),
@@ -506,6 +505,7 @@ impl Batch {
                 if let Some((job, durable)) = self.prepare(i) {
                     in_flight[i] = true;
                     let guards = self.guards.clone();
+                    let access = self.access.clone();
                     // Handler panics are caught deeper; this catches a panic of tooljig's own
                     // steps so it ends this call alone, as `internal_error`. The call's own
                     // future (over 800 bytes) is boxed where it first runs, not here: the
@@ -515,7 +515,7 @@ impl Batch {
                     if self.span.is_disabled() {
                         running.push(Either::Left(async move {
                             let mut place = place;
-                            let call = Box::pin(run_call(job, guards, durable, &mut place));
+                            let call = Box::pin(run_call(job, guards, access, durable, &mut place));
                             (i, AssertUnwindSafe(call).catch_unwind().await.ok(), place)
                         }));
                     } else {
@@ -523,8 +523,8 @@ impl Batch {
                         let span = spans::call(&self.span, &job.id, &job.tool.spec.name);
                         running.push(Either::Right(async move {
                             let mut place = place;
-                            let call =
-                                run_call(job, guards, durable, &mut place).instrument(span.clone());
+                            let call = run_call(job, guards, access, durable, &mut place)
+                                .instrument(span.clone());
                             let ran = AssertUnwindSafe(Box::pin(call)).catch_unwind().await.ok();
                             if let Some(result) = &ran {
                                 spans::finish(&span, result);

@@ -32,6 +32,7 @@ use crate::handler::{HandlerError, UNEXPECTED_MESSAGE};
 use crate::job::Job;
 use crate::policy::Policy;
 use access::{AccessRequest, PolicyHook, Settings};
+use access_memo::AccessMemo;
 use arc_swap::ArcSwap;
 use audit::{AuditEntry, AuditRecord, AuditSink, Outcome};
 use cache::{InProcessCache, ResultCache};
@@ -99,9 +100,14 @@ fn unexpected(result: &mut CallResult, detail: String) -> Envelope {
     Envelope::error(ErrorCode::InternalError, UNEXPECTED_MESSAGE)
 }
 
-/// Static access, then hidden arguments and resolvers (before validation). `Break` means
-/// the call was refused and `result` says why.
-pub async fn admit(guards: &Guards, job: &mut Job, result: &mut CallResult) -> ControlFlow<()> {
+/// Static access (decided once per tool for the batch, in `access`), then hidden arguments
+/// and resolvers (before validation). `Break` means the call was refused and `result` says why.
+pub async fn admit(
+    guards: &Guards,
+    access: &AccessMemo,
+    job: &mut Job,
+    result: &mut CallResult,
+) -> ControlFlow<()> {
     if job.tool.spec.policy.internal && job.parent.is_none() {
         return refuse(
             job,
@@ -109,10 +115,7 @@ pub async fn admit(guards: &Guards, job: &mut Job, result: &mut CallResult) -> C
             Envelope::Error(access::internal(&job.tool.spec.name)),
         );
     }
-    if let Err(e) = job
-        .access
-        .check(&job.tool, &job.caller, &guards.settings.load())
-    {
+    if let Err(e) = access.check(&job.tool, &job.caller, &guards.settings.load()) {
         return refuse(job, result, Envelope::Error(e));
     }
     if job.tool.spec.policy.hidden.is_empty() {
