@@ -259,6 +259,72 @@ async fn sqlite_continues_the_chain_when_reopened() {
     assert!(SqliteAudit::verify_file(&path).unwrap().is_intact());
 }
 
+/// The SQLite sink inserts rows in groups (one statement for many rows): every row must keep
+/// its own columns, whatever its place in its group, and a hand-over that does not fill its
+/// last group must lose nothing.
+#[tokio::test]
+async fn sqlite_keeps_each_rows_columns_in_a_large_hand_over() {
+    use tooljig::audit::AuditEntry;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let sink = SqliteAudit::open(&path).unwrap();
+    let entry = |i: usize| {
+        let record: AuditRecord = serde_json::from_value(json!({
+            "time_ms": 1_700_000_000_000u64 + i as u64, "principal": format!("p{}", i % 7),
+            "tenant": if i.is_multiple_of(2) { json!("acme") } else { json!(null) }, "session": null,
+            "tool": format!("t{}", i % 5), "call_id": format!("c{i}"), "arguments": {"i": i},
+            "hidden": [], "outcome": if i.is_multiple_of(3) { "error" } else { "ok" },
+            "code": if i.is_multiple_of(3) { json!("timeout") } else { json!(null) },
+            "message": null, "detail": null, "output": null, "risk": "low", "effect": "read",
+            "duration_us": i, "attempts": 1, "cached": false, "replayed": false,
+            "repaired": false, "approval": null
+        }))
+        .unwrap();
+        AuditEntry::new(record)
+    };
+    // 1,000 at once, then 37, then one: full groups, a part-filled one, a lone row.
+    sink.record_all((0..1000).map(entry).collect());
+    sink.record_all((1000..1037).map(entry).collect());
+    sink.record(entry(1037));
+    sink.flush().await.unwrap();
+
+    let records = SqliteAudit::query_file(&path, &AuditQuery::all()).unwrap();
+    assert_eq!(records.len(), 1038);
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(r.seq, i as u64 + 1);
+        assert_eq!(r.call_id, format!("c{i}"));
+        assert_eq!(r.arguments, Some(json!({"i": i})));
+    }
+    // The indexed columns, read through queries that filter on them, match each record.
+    for p in 0..7 {
+        let hits = SqliteAudit::query_file(&path, &AuditQuery::principal(format!("p{p}"))).unwrap();
+        assert_eq!(hits.len(), (0..1038).filter(|i| i % 7 == p).count());
+        assert!(
+            hits.iter()
+                .all(|r| r.principal.as_deref() == Some(&*format!("p{p}")))
+        );
+    }
+    let query = AuditQuery {
+        tool: Some("t3".into()),
+        outcome: Some(Outcome::Error),
+        tenant: Some("acme".into()),
+        ..AuditQuery::default()
+    };
+    let hits = SqliteAudit::query_file(&path, &query).unwrap();
+    let expected: Vec<String> = (0..1038usize)
+        .filter(|&i| i % 5 == 3 && i.is_multiple_of(6))
+        .map(|i| format!("c{i}"))
+        .collect();
+    assert_eq!(
+        hits.iter().map(|r| r.call_id.clone()).collect::<Vec<_>>(),
+        expected
+    );
+    assert!(hits.iter().all(|r| r.code == Some(ErrorCode::Timeout)));
+    let report = SqliteAudit::verify_file(&path).unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.records, 1038);
+}
+
 #[tokio::test]
 async fn jsonl_records_every_call_and_detects_tampering() {
     let dir = tempfile::tempdir().unwrap();

@@ -47,10 +47,50 @@ fn connect(path: &Path, flags: OpenFlags) -> Result<Connection, AuditError> {
     Ok(conn)
 }
 
+/// Rows one statement inserts, when there are that many: a multi-row insert runs what a
+/// statement does besides inserting (opening the table's and the indexes' cursors, among
+/// other steps) once for the group instead of once a row.
+const GROUP: usize = 32;
+
+/// The text of an insert of `rows` rows.
+fn insert_sql(rows: usize) -> String {
+    let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    let values = vec![row; rows].join(", ");
+    format!("INSERT INTO audit_log ({COLUMNS}) VALUES {values}")
+}
+
 struct SqliteBackend {
     conn: Connection,
     in_transaction: bool,
     checkpointer: crate::sqlite::checkpoint::Checkpointer,
+    /// The insert of one row and of [`GROUP`] rows, written once.
+    insert_one: String,
+    insert_group: String,
+}
+
+impl SqliteBackend {
+    /// Inserts `rows` with the statement `sql`, which has a place for each of them.
+    fn insert(&self, sql: &str, rows: &[(&AuditEntry, Link)]) -> Result<(), AuditError> {
+        let mut insert = self.conn.prepare_cached(sql).map_err(storage)?;
+        for (k, (entry, link)) in rows.iter().enumerate() {
+            let r = entry.indexed();
+            let at = k * 10;
+            insert
+                .raw_bind_parameter(at + 1, link.seq as i64)
+                .and_then(|()| insert.raw_bind_parameter(at + 2, r.time_ms as i64))
+                .and_then(|()| insert.raw_bind_parameter(at + 3, &r.principal))
+                .and_then(|()| insert.raw_bind_parameter(at + 4, &r.tenant))
+                .and_then(|()| insert.raw_bind_parameter(at + 5, &r.tool))
+                .and_then(|()| insert.raw_bind_parameter(at + 6, &r.call_id))
+                .and_then(|()| insert.raw_bind_parameter(at + 7, r.outcome.as_str()))
+                .and_then(|()| insert.raw_bind_parameter(at + 8, r.code.map(|c| c.as_str())))
+                .and_then(|()| insert.raw_bind_parameter(at + 9, &link.hash))
+                .and_then(|()| insert.raw_bind_parameter(at + 10, &link.body))
+                .map_err(storage)?;
+        }
+        insert.raw_execute().map_err(storage)?;
+        Ok(())
+    }
 }
 
 impl Backend for SqliteBackend {
@@ -59,29 +99,12 @@ impl Backend for SqliteBackend {
             self.conn.execute_batch("BEGIN").map_err(storage)?;
             self.in_transaction = true;
         }
-        let mut insert = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO audit_log (seq, time_ms, principal, tenant, tool, call_id, outcome, code, hash, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )
-            .map_err(storage)?;
-        for (entry, link) in batch {
-            let r = entry.indexed();
-            insert
-                .execute(rusqlite::params![
-                    link.seq as i64,
-                    r.time_ms as i64,
-                    r.principal,
-                    r.tenant,
-                    r.tool,
-                    r.call_id,
-                    r.outcome.as_str(),
-                    r.code.map(|c| c.as_str()),
-                    link.hash,
-                    link.body,
-                ])
-                .map_err(storage)?;
+        let mut groups = batch.chunks_exact(GROUP);
+        for group in &mut groups {
+            self.insert(&self.insert_group, group)?;
+        }
+        for row in groups.remainder() {
+            self.insert(&self.insert_one, std::slice::from_ref(row))?;
         }
         Ok(())
     }
@@ -175,6 +198,8 @@ impl SqliteAudit {
                 conn,
                 in_transaction: false,
                 checkpointer,
+                insert_one: insert_sql(1),
+                insert_group: insert_sql(GROUP),
             },
             chain,
             anchor,
