@@ -108,7 +108,8 @@ export class Engine {
      */
     enableToolSearch(): this;
     /**
-     * Replaces the enabled flags (`{system, tenants, departments, users}`) for later calls.
+     * Replaces the enabled flags (`{system, tenants, departments, users}`) for every call that
+     * starts after this, in batches already running too.
      * @param {Settings} settings
      * @returns {void}
      */

@@ -52,6 +52,9 @@ fn connect(path: &Path, flags: OpenFlags) -> Result<Connection, AuditError> {
 /// other steps) once for the group instead of once a row.
 const GROUP: usize = 32;
 
+/// Parameters of one row: the columns of [`COLUMNS`].
+const PER_ROW: usize = 10;
+
 /// The text of an insert of `rows` rows.
 fn insert_sql(rows: usize) -> String {
     let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
@@ -74,7 +77,7 @@ impl SqliteBackend {
         let mut insert = self.conn.prepare_cached(sql).map_err(storage)?;
         for (k, (entry, link)) in rows.iter().enumerate() {
             let r = entry.indexed();
-            let at = k * 10;
+            let at = k * PER_ROW;
             insert
                 .raw_bind_parameter(at + 1, link.seq as i64)
                 .and_then(|()| insert.raw_bind_parameter(at + 2, r.time_ms as i64))
