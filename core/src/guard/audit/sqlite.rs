@@ -57,7 +57,7 @@ const PER_ROW: usize = 10;
 
 /// The text of an insert of `rows` rows.
 fn insert_sql(rows: usize) -> String {
-    let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    let row = format!("({})", ["?"; PER_ROW].join(", "));
     let values = vec![row; rows].join(", ");
     format!("INSERT INTO audit_log ({COLUMNS}) VALUES {values}")
 }
