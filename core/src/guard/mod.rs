@@ -34,7 +34,7 @@ use crate::policy::Policy;
 use access::{AccessRequest, PolicyHook, Settings};
 use access_memo::AccessMemo;
 use arc_swap::ArcSwap;
-use audit::{AuditEntry, AuditRecord, AuditSink, Outcome};
+use audit::{AuditEntry, AuditSink, Outcome};
 use cache::{InProcessCache, ResultCache};
 use hidden::Resolvers;
 use rate_limit::{InProcessLimiter, RateDecision, RateLimiter, RateRequest};
@@ -261,7 +261,7 @@ impl Guards {
     ) -> Option<AuditEntry> {
         self.audit
             .is_some()
-            .then(|| AuditRecord::from_result(result, caller, policy, raw_arguments).into())
+            .then(|| AuditEntry::of_result(result, caller, policy, raw_arguments))
     }
 
     /// Hands audit records to the sink, in order, without waiting.

@@ -56,7 +56,7 @@ pub fn splice(seq: u64, prev_hash: &str, content: &str) -> String {
 /// The record as JSON (its chain fields are left out while unset), written into a buffer
 /// sized for a typical record at once (growing a small one cost a fifth of the writer
 /// thread's time).
-fn to_json(record: &AuditRecord) -> String {
+pub(crate) fn to_json(record: &impl Serialize) -> String {
     let mut out = Vec::with_capacity(1024);
     match serde_json::to_writer(&mut out, record) {
         Ok(()) => crate::digest::into_string(out),

@@ -1,9 +1,14 @@
 //! A record on its way to a sink.
 
+use crate::call::CallResult;
+use crate::caller::Caller;
 use crate::error_code::ErrorCode;
 use crate::guard::audit::AuditError;
 use crate::guard::audit::chain::{self, Chain, Link};
 use crate::guard::audit::record::{AuditRecord, Outcome};
+use crate::guard::audit::result_record::ResultRecord;
+use crate::policy::Policy;
+use serde_json::Value;
 
 /// An audit record, serialized where its call ran: its [`content`](chain::content) as JSON and
 /// the few fields stores index it by. The engine builds entries in each call's task, in
@@ -49,6 +54,21 @@ impl From<AuditRecord> for Indexed {
     }
 }
 
+impl From<&ResultRecord<'_>> for Indexed {
+    /// The record's indexed fields, owned.
+    fn from(record: &ResultRecord<'_>) -> Self {
+        Indexed {
+            time_ms: record.time_ms,
+            principal: record.principal.map(str::to_string),
+            tenant: record.tenant.map(str::to_string),
+            tool: record.tool.to_string(),
+            call_id: record.call_id.to_string(),
+            outcome: record.outcome,
+            code: record.code,
+        }
+    }
+}
+
 impl AuditEntry {
     /// Serializes the (not yet linked) record.
     pub fn new(record: AuditRecord) -> Self {
@@ -56,6 +76,21 @@ impl AuditEntry {
         AuditEntry {
             indexed: Indexed::from(record),
             content,
+        }
+    }
+
+    /// The entry of a settled result's record (see [`AuditRecord::from_result`]), serialized
+    /// from the result itself rather than from a record built and dropped for it.
+    pub fn of_result(
+        result: &CallResult,
+        caller: &Caller,
+        policy: Option<&Policy>,
+        raw_arguments: Option<&Value>,
+    ) -> Self {
+        let record = ResultRecord::new(result, caller, policy, raw_arguments);
+        AuditEntry {
+            content: chain::to_json(&record),
+            indexed: Indexed::from(&record),
         }
     }
 

@@ -21,6 +21,7 @@ pub mod postgres;
 pub mod query;
 pub mod record;
 pub mod redact;
+mod result_record;
 pub mod sqlite;
 mod writer;
 

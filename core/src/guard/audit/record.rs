@@ -1,4 +1,4 @@
-//! The audit record of one call, and how it is built from a settled result.
+//! The audit record of one call (built from a settled result in `result_record`).
 //!
 //! The fields follow a typical `agent_tool_executions` table: who (principal, tenant,
 //! session), what (tool, call id, arguments after redaction, hidden-argument injections),
@@ -9,10 +9,8 @@ use crate::call::{CallResult, CallStatus};
 use crate::caller::Caller;
 use crate::envelope::Envelope;
 use crate::error_code::ErrorCode;
-use crate::guard::audit::redact::{redact, redact_field};
 use crate::guard::hidden::HiddenNote;
-use crate::policy::Effect;
-use crate::policy::{Policy, Risk};
+use crate::policy::{Effect, Risk};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -212,69 +210,5 @@ impl AuditRecord {
             prev_hash: String::new(),
             hash: String::new(),
         })
-    }
-
-    /// The record of a settled result. `policy` is the tool's (none when the tool is
-    /// unknown); `raw_arguments` are the arguments as the model sent them, used when the
-    /// result carries no parsed ones.
-    pub fn from_result(
-        result: &CallResult,
-        caller: &Caller,
-        policy: Option<&Policy>,
-        raw_arguments: Option<&Value>,
-    ) -> AuditRecord {
-        let mut arguments = result.arguments.clone().or_else(|| raw_arguments.cloned());
-        let mut hidden = result.hidden.clone();
-        let mut output = None;
-        if let Some(p) = policy {
-            if let Some(a) = arguments.as_mut() {
-                redact(a, &p.redact);
-            }
-            for note in &mut hidden {
-                if let Some(v) = note.supplied.as_mut() {
-                    redact_field(v, &p.redact, &note.parameter);
-                }
-            }
-            if p.audit_output {
-                output = result.envelope.data().cloned();
-                if let Some(o) = output.as_mut() {
-                    redact(o, &p.redact);
-                }
-            }
-        }
-        let (code, message) = match &result.envelope {
-            Envelope::Error(e) => (Some(e.code), Some(e.message.clone())),
-            _ => (None, None),
-        };
-        AuditRecord {
-            seq: 0,
-            time_ms: now_ms(),
-            principal: caller.principal.clone(),
-            tenant: caller.tenant.clone(),
-            session: caller.session.clone(),
-            tool: result.tool.clone(),
-            call_id: result.call_id.clone(),
-            arguments,
-            hidden,
-            outcome: Outcome::of(result),
-            code,
-            message,
-            detail: result.detail.clone(),
-            output,
-            risk: policy.map(|p| p.risk),
-            effect: policy.map(|p| p.effect),
-            duration_us: result.duration_us,
-            attempts: result.attempts,
-            cached: result.cached,
-            replayed: result.replayed,
-            repaired: result.repaired,
-            approval: result
-                .approval
-                .as_ref()
-                .and_then(|a| serde_json::to_value(a).ok()),
-            parent: result.parent.as_deref().cloned(),
-            prev_hash: String::new(),
-            hash: String::new(),
-        }
     }
 }

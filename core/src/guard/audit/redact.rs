@@ -56,7 +56,7 @@ fn field_mut<'a>(map: &'a mut Map<String, Value>, field: &str) -> Option<&'a mut
 /// that is not an object (arguments that never parsed) is redacted whole as soon as any rule
 /// hides something, since no field of it can be found.
 pub fn redact(value: &mut Value, rules: &BTreeMap<String, Redaction>) {
-    if rules.is_empty() || rules.values().all(|r| *r == Redaction::Keep) {
+    if !hides_anything(rules) {
         return;
     }
     let Value::Object(map) = value else {
@@ -80,6 +80,11 @@ pub fn redact(value: &mut Value, rules: &BTreeMap<String, Redaction>) {
             apply_one(v, how);
         }
     }
+}
+
+/// Whether `rules` change anything: some rule redacts or hashes.
+pub fn hides_anything(rules: &BTreeMap<String, Redaction>) -> bool {
+    rules.values().any(|r| *r != Redaction::Keep)
 }
 
 /// How one top-level field is redacted (for values noted apart from the arguments, such as

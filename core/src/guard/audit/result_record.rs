@@ -1,0 +1,173 @@
+//! The audit record of a settled result, borrowed from it: what an engine serializes in each
+//! call's task. Building the owned [`AuditRecord`] there cloned the arguments and the output
+//! only to drop them once serialized, which was half of what auditing cost a call.
+
+use crate::call::{CallResult, ParentCall};
+use crate::caller::Caller;
+use crate::envelope::Envelope;
+use crate::error_code::ErrorCode;
+use crate::guard::audit::record::{AuditRecord, Outcome, now_ms};
+use crate::guard::audit::redact::{Redaction, hides_anything, redact, redact_field};
+use crate::guard::hidden::HiddenNote;
+use crate::policy::{Effect, Policy, Risk};
+use serde::Serialize;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+impl AuditRecord {
+    /// The record of a settled result. `policy` is the tool's (none when the tool is
+    /// unknown); `raw_arguments` are the arguments as the model sent them, used when the
+    /// result carries no parsed ones.
+    pub fn from_result(
+        result: &CallResult,
+        caller: &Caller,
+        policy: Option<&Policy>,
+        raw_arguments: Option<&Value>,
+    ) -> AuditRecord {
+        ResultRecord::new(result, caller, policy, raw_arguments).into_owned()
+    }
+}
+
+/// The record of a settled result, borrowed from it wherever redaction leaves a value as it
+/// is. Its fields are [`AuditRecord`]'s, in the same order, without the
+/// chain fields (unset here, so left out of the serialization): both serialize to the same
+/// bytes, which the tests hold them to.
+#[derive(Serialize)]
+pub(crate) struct ResultRecord<'a> {
+    pub(crate) time_ms: u64,
+    pub(crate) principal: Option<&'a str>,
+    pub(crate) tenant: Option<&'a str>,
+    session: Option<&'a str>,
+    pub(crate) tool: &'a str,
+    pub(crate) call_id: &'a str,
+    arguments: Option<Cow<'a, Value>>,
+    hidden: Cow<'a, [HiddenNote]>,
+    pub(crate) outcome: Outcome,
+    pub(crate) code: Option<ErrorCode>,
+    message: Option<&'a str>,
+    detail: Option<&'a str>,
+    output: Option<Cow<'a, Value>>,
+    risk: Option<Risk>,
+    effect: Option<Effect>,
+    duration_us: u64,
+    attempts: u32,
+    cached: bool,
+    replayed: bool,
+    repaired: bool,
+    approval: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<&'a ParentCall>,
+}
+
+/// `value` as the audit log may show it under `rules`: borrowed when no rule hides anything.
+fn redacted<'a>(value: &'a Value, rules: &BTreeMap<String, Redaction>) -> Cow<'a, Value> {
+    if !hides_anything(rules) {
+        return Cow::Borrowed(value);
+    }
+    let mut owned = value.clone();
+    redact(&mut owned, rules);
+    Cow::Owned(owned)
+}
+
+impl<'a> ResultRecord<'a> {
+    /// See [`AuditRecord::from_result`].
+    pub(crate) fn new(
+        result: &'a CallResult,
+        caller: &'a Caller,
+        policy: Option<&Policy>,
+        raw_arguments: Option<&'a Value>,
+    ) -> Self {
+        let arguments = result.arguments.as_ref().or(raw_arguments);
+        let (arguments, hidden, output) = match policy {
+            None => (
+                arguments.map(Cow::Borrowed),
+                Cow::Borrowed(&result.hidden[..]),
+                None,
+            ),
+            Some(p) => {
+                let hidden = if hides_anything(&p.redact)
+                    && result.hidden.iter().any(|n| n.supplied.is_some())
+                {
+                    let mut notes = result.hidden.clone();
+                    for note in &mut notes {
+                        if let Some(v) = note.supplied.as_mut() {
+                            redact_field(v, &p.redact, &note.parameter);
+                        }
+                    }
+                    Cow::Owned(notes)
+                } else {
+                    Cow::Borrowed(&result.hidden[..])
+                };
+                let output = p.audit_output.then(|| result.envelope.data()).flatten();
+                (
+                    arguments.map(|a| redacted(a, &p.redact)),
+                    hidden,
+                    output.map(|o| redacted(o, &p.redact)),
+                )
+            }
+        };
+        let (code, message) = match &result.envelope {
+            Envelope::Error(e) => (Some(e.code), Some(e.message.as_str())),
+            _ => (None, None),
+        };
+        ResultRecord {
+            time_ms: now_ms(),
+            principal: caller.principal.as_deref(),
+            tenant: caller.tenant.as_deref(),
+            session: caller.session.as_deref(),
+            tool: &result.tool,
+            call_id: &result.call_id,
+            arguments,
+            hidden,
+            outcome: Outcome::of(result),
+            code,
+            message,
+            detail: result.detail.as_deref(),
+            output,
+            risk: policy.map(|p| p.risk),
+            effect: policy.map(|p| p.effect),
+            duration_us: result.duration_us,
+            attempts: result.attempts,
+            cached: result.cached,
+            replayed: result.replayed,
+            repaired: result.repaired,
+            approval: result
+                .approval
+                .as_ref()
+                .and_then(|a| serde_json::to_value(a).ok()),
+            parent: result.parent.as_deref(),
+        }
+    }
+
+    /// The record, owning all of it.
+    fn into_owned(self) -> AuditRecord {
+        AuditRecord {
+            seq: 0,
+            time_ms: self.time_ms,
+            principal: self.principal.map(str::to_string),
+            tenant: self.tenant.map(str::to_string),
+            session: self.session.map(str::to_string),
+            tool: self.tool.to_string(),
+            call_id: self.call_id.to_string(),
+            arguments: self.arguments.map(Cow::into_owned),
+            hidden: self.hidden.into_owned(),
+            outcome: self.outcome,
+            code: self.code,
+            message: self.message.map(str::to_string),
+            detail: self.detail.map(str::to_string),
+            output: self.output.map(Cow::into_owned),
+            risk: self.risk,
+            effect: self.effect,
+            duration_us: self.duration_us,
+            attempts: self.attempts,
+            cached: self.cached,
+            replayed: self.replayed,
+            repaired: self.repaired,
+            approval: self.approval,
+            parent: self.parent.cloned(),
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+}
