@@ -344,3 +344,24 @@ async fn wake_ups_resume_after_the_listening_connection_is_cut() {
         "after the cut, the duplicate ended {late:?} after the first"
     );
 }
+
+/// A worker that starts listening late has missed what was published before: once its bus
+/// has subscribed, every waiter reads the store again. Without that, a run cancelled the
+/// moment it started, before its process had subscribed, stopped only at its lease's next
+/// beat (5 s), which a loaded machine showed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_read_the_store_again_once_the_bus_listens() {
+    for (url, _cleanup) in backends("wake_late").await {
+        let store = StoreSpec::parse(&json!(url)).unwrap().open().unwrap();
+        let Some(bus) = store.wake_bus() else {
+            assert!(url.starts_with("sqlite"), "{url} has a bus");
+            continue;
+        };
+        let wakeups = tooljig::wakeup::Wakeups::new(Some(bus));
+        // Nobody publishes: only the bus, once it listens, wakes this waiter.
+        let (_asked, woken) = wakeups.armed("cancel/late");
+        tokio::time::timeout(Duration::from_secs(5), woken)
+            .await
+            .unwrap_or_else(|_| panic!("{url}: not woken once the bus listened"));
+    }
+}

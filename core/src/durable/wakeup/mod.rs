@@ -36,9 +36,17 @@ pub trait WakeBus: Send + Sync + 'static {
     fn publish(&self, topics: Vec<String>) -> BoxFuture<Result<(), String>>;
 
     /// Calls `deliver` with every topic any process publishes, from now until the process
-    /// ends, reconnecting by itself after a failure. Called once per engine.
+    /// ends, reconnecting by itself after a failure, and with [`EVERY_TOPIC`] each time it has
+    /// (again) subscribed. Called once per engine.
     fn listen(&self, deliver: Deliver);
 }
+
+/// What a bus delivers as soon as it listens, and again after each reconnection: the
+/// wake-ups published before were lost to this process, so every waiter here reads the
+/// store again at once. (A run cancelled the moment it started, before its process had
+/// subscribed, otherwise stopped only at its lease's next beat, seconds later.) No topic
+/// the engine wakes is spelled like this.
+pub const EVERY_TOPIC: &str = "*";
 
 /// The topic of an idempotency key: woken when the call holding it finishes or lets go.
 pub(crate) fn key_topic(key: &str) -> String {
@@ -82,7 +90,9 @@ struct Outbox {
 impl Local {
     fn wake(&self, topic: &str) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = map.remove(topic) {
+        if topic == EVERY_TOPIC {
+            map.drain().for_each(|(_, n)| n.notify_waiters());
+        } else if let Some(n) = map.remove(topic) {
             n.notify_waiters();
         }
     }
@@ -236,6 +246,41 @@ mod tests {
         }
         fn listen(&self, deliver: Deliver) {
             self.0.lock().unwrap().push(deliver);
+        }
+    }
+
+    /// A bus that subscribes only when told to, dropping what is published before, as a
+    /// server does with a subscription still on its way.
+    #[derive(Default)]
+    struct Late(Mutex<Option<Deliver>>);
+
+    impl WakeBus for Late {
+        fn publish(&self, _topics: Vec<String>) -> BoxFuture<Result<(), String>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn listen(&self, deliver: Deliver) {
+            *self.0.lock().unwrap() = Some(deliver);
+        }
+    }
+
+    #[tokio::test]
+    async fn waiters_armed_before_the_bus_listens_read_again_once_it_does() {
+        let bus = Arc::new(Late::default());
+        let wakeups = Wakeups::new(Some(bus.clone()));
+        let (_asked, cancel) = wakeups.armed("cancel/r1");
+        let (_also, key) = wakeups.armed("key/k");
+        // Published elsewhere while the subscription was on its way: lost. Then subscribed.
+        let deliver = bus
+            .0
+            .lock()
+            .unwrap()
+            .take()
+            .expect("listening began with the watch");
+        deliver(EVERY_TOPIC);
+        for woken in [cancel, key] {
+            tokio::time::timeout(Duration::from_millis(100), woken)
+                .await
+                .expect("woken to read the store again");
         }
     }
 

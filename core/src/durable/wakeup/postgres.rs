@@ -3,7 +3,7 @@
 //! The listener holds a connection of its own (a pooled one would carry its `LISTEN` to
 //! whoever takes it next).
 
-use super::{Deliver, WakeBus};
+use super::{Deliver, EVERY_TOPIC, WakeBus};
 use crate::handler::BoxFuture;
 use crate::postgres::Database;
 use futures::StreamExt;
@@ -83,6 +83,7 @@ impl WakeBus for PostgresBus {
                         let listen = format!("LISTEN \"{channel}\"");
                         match client.batch_execute(&listen).await {
                             Ok(()) => {
+                                deliver(EVERY_TOPIC);
                                 while let Some(payload) = rx.recv().await {
                                     payload.split('\n').for_each(|topic| deliver(topic));
                                 }

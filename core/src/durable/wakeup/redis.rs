@@ -1,7 +1,7 @@
 //! Wake-ups between processes through Redis pub/sub: one channel per key prefix
 //! (`PREFIX wake`), a message holding the topics woken together, one per line.
 
-use super::{Deliver, WakeBus};
+use super::{Deliver, EVERY_TOPIC, WakeBus};
 use crate::handler::BoxFuture;
 use crate::redis::Redis;
 use futures::StreamExt;
@@ -54,6 +54,7 @@ impl WakeBus for RedisBus {
                 };
                 match subscribed.await {
                     Ok(mut messages) => {
+                        deliver(EVERY_TOPIC);
                         while let Some(msg) = messages.next().await {
                             let payload = String::from_utf8_lossy(msg.get_payload_bytes());
                             payload.split('\n').for_each(|topic| deliver(topic));
