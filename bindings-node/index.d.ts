@@ -127,7 +127,7 @@ export declare class NativeEngine {
    * Runs batch `id` (a number the JS layer picks, unique among its running batches) on
    * the JS thread (`driven.rs`): `calls` and `options` (with `caller`) as JSON text.
    * Returns what the JS layer must do now (a drained queue), as `settle` does; the
-   * batch's result, `{"results": [...], "durationUs": n}`, comes in `done` of a drain.
+   * batch's result comes in `done` of a drain, as rows (`convert/rows.rs`).
    */
   run(id: number, calls: string, options: string, cancel?: NativeCancel | undefined | null): string | null
   /** Starts a batch whose events the JS layer pulls from the returned stream. */

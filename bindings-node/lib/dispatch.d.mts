@@ -38,7 +38,8 @@ export class Dispatcher {
     release(index: any): void;
     /**
      * Runs a batch the native engine drives on this thread: `start(id)` starts it and returns
-     * what to do now (a drained queue, or null). Resolves with the batch's result.
+     * what to do now (a drained queue, or null). Resolves with the batch's result (sent as
+     * rows, see `rows.mjs`).
      * @param {(id: number) => string | null} start
      * @returns {Promise<any>}
      */

@@ -7,6 +7,7 @@
 // a handler becomes data, which is what keeps a throwing handler from killing the process.
 import { abortCall, ToolContext } from './context.mjs'
 import { Accepted, InvalidArguments, Needs, ToolError } from './errors.mjs'
+import { fromRows } from './rows.mjs'
 
 const OK = 0
 const TOOL_ERROR = 1
@@ -168,7 +169,8 @@ export class Dispatcher {
 
   /**
    * Runs a batch the native engine drives on this thread: `start(id)` starts it and returns
-   * what to do now (a drained queue, or null). Resolves with the batch's result.
+   * what to do now (a drained queue, or null). Resolves with the batch's result (sent as
+   * rows, see `rows.mjs`).
    * @param {(id: number) => string | null} start
    * @returns {Promise<any>}
    */
@@ -204,7 +206,7 @@ export class Dispatcher {
         const batch = this.batches.get(id)
         if (!batch) continue
         this.batches.delete(id)
-        if (ok) batch.resolve(result)
+        if (ok) batch.resolve(fromRows(result))
         else batch.reject(new Error(result))
       }
       if (this.batches.size === 0) this.keepAlive?.unref()

@@ -348,7 +348,7 @@ impl JsEngine {
     /// Runs batch `id` (a number the JS layer picks, unique among its running batches) on
     /// the JS thread (`driven.rs`): `calls` and `options` (with `caller`) as JSON text.
     /// Returns what the JS layer must do now (a drained queue), as `settle` does; the
-    /// batch's result, `{"results": [...], "durationUs": n}`, comes in `done` of a drain.
+    /// batch's result comes in `done` of a drain, as rows (`convert/rows.rs`).
     #[napi]
     pub fn run(
         &self,
@@ -361,7 +361,7 @@ impl JsEngine {
         let engine = self.engine.clone();
         let batch: BatchFuture = Box::pin(async move {
             let out = engine.run(input.calls, input.caller, input.options).await;
-            Ok(batch_text(&out))
+            Ok(crate::convert::rows::rows_text(out))
         });
         self.dispatcher.start_batch(u64::from(id), batch)
     }

@@ -7,10 +7,12 @@
 //! - [`neutral`]: the rule for provider-neutral values, renamed at every level but the data;
 //! - [`camel_json`]: a value of a given shape written as JSON text with its keys renamed, on
 //!   the hot path;
+//! - [`rows`]: a batch's results as rows, the compact text `run` hands the JS layer;
 //! - [`items`]: an array of the JS layer read item by item, so one unreadable item fails alone.
 
 pub mod camel_json;
 pub mod items;
 pub mod keys;
 pub mod neutral;
+pub mod rows;
 pub mod shape;

@@ -56,6 +56,8 @@ pub const BATCH: Shape = &[
     "rollback",
     "rollback/entries/*",
 ];
+/// One result of a batch, as its `results/*` (`rows.rs`).
+pub const RESULT: Shape = &["", "approval", "parent"];
 /// A batch's events.
 pub const BATCH_EVENTS: Shape = &["*", "*/result", "*/result/approval", "*/result/parent"];
 /// An agent run's events.
