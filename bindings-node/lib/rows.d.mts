@@ -3,7 +3,7 @@
  * The batch a `run` resolves with, from its rows: each row made into the result object the
  * native engine would otherwise have written as text, with the same keys in the same order;
  * a result that is not a row is already that object.
- * @param {{batch: {results: unknown[]}, rows: unknown[], tools: string[]}} text
+ * @param {{batch: {results: unknown[]}, rows: unknown[], tools: string[]}} sent the `done` value of a drained queue
  * @returns {any}
  */
 export function fromRows({ batch, rows, tools }: {
