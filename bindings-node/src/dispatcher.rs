@@ -159,15 +159,28 @@ struct Drained<'a> {
     /// Tokens whose signal must fire.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     aborts: Vec<u64>,
-    /// `[id, true, result]` per driven batch that ended, `[id, false, why]` per one that
-    /// failed.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    done: Vec<(u64, bool, Box<RawValue>)>,
 }
 
-/// A JSON text serde_json wrote, kept as is inside the drained text.
-fn raw(text: String) -> Box<RawValue> {
-    RawValue::from_string(text).unwrap_or_else(|_| RawValue::NULL.to_owned())
+/// The drained text with `done`, `[id, true, result]` per driven batch that ended and
+/// `[id, false, why]` per one that failed, appended as the last key. Each result is JSON text
+/// serde_json wrote, and goes in as it is: made a `RawValue`, it was parsed once more only
+/// to be checked, 3% of a call from Node in 1,000-call batches.
+fn with_done(mut text: String, done: &[(u64, bool, String)]) -> String {
+    use std::fmt::Write;
+    if done.is_empty() || !text.ends_with('}') {
+        return text;
+    }
+    text.pop();
+    if text.len() > 1 {
+        text.push(',');
+    }
+    text.push_str("\"done\":[");
+    for (i, (id, ok, body)) in done.iter().enumerate() {
+        let sep = if i == 0 { "" } else { "," };
+        let _ = write!(text, "{sep}[{id},{ok},{body}]");
+    }
+    text.push_str("]}");
+    text
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -197,8 +210,8 @@ impl Shared {
             };
             for (id, ended) in self.batches.poll(polls) {
                 done.push(match ended {
-                    Ok(text) => (id, true, raw(text)),
-                    Err(why) => (id, false, raw(Value::String(why).to_string())),
+                    Ok(text) => (id, true, text),
+                    Err(why) => (id, false, Value::String(why).to_string()),
                 });
             }
         };
@@ -255,10 +268,10 @@ impl Shared {
             calls: rows,
             asks,
             aborts,
-            done,
         };
         // Values came from serde_json and contain no non-string keys: this cannot fail.
-        serde_json::to_string(&drained).ok()
+        let text = serde_json::to_string(&drained).ok()?;
+        Some(with_done(text, &done))
     }
 
     /// Whether this queue is being drained on this thread right now.
@@ -586,5 +599,40 @@ impl Drop for AbortOnDrop {
 impl Drop for Dispatcher {
     fn drop(&mut self) {
         self.shared.fail_all(GONE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_done;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn done_goes_in_last_and_as_it_is() {
+        let done = [
+            (
+                1,
+                true,
+                r#"{"batch":{"results":[]},"rows":[["c\"1",0]]}"#.to_string(),
+            ),
+            (2, false, Value::String("it \"failed\"".into()).to_string()),
+        ];
+        let read = |text: String| serde_json::from_str::<Value>(&text).unwrap();
+        let expected_done = json!([
+            [1, true, {"batch": {"results": []}, "rows": [["c\"1", 0]]}],
+            [2, false, "it \"failed\""]
+        ]);
+        assert_eq!(
+            read(with_done("{}".into(), &done)),
+            json!({"done": expected_done})
+        );
+        assert_eq!(
+            read(with_done(r#"{"aborts":[3]}"#.into(), &done)),
+            json!({"aborts": [3], "done": expected_done})
+        );
+        assert_eq!(
+            with_done(r#"{"aborts":[3]}"#.into(), &[]),
+            r#"{"aborts":[3]}"#
+        );
     }
 }
