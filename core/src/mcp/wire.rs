@@ -50,13 +50,14 @@ pub fn annotations(policy: &Policy) -> ToolAnnotations {
 /// The MCP result of a call's envelope. The envelope's JSON is the text content either way,
 /// so the model reads code and message; data that is an object is also `structuredContent`;
 /// anything but `ok` is `isError` (a `needs` envelope too: the tool produced no data).
-pub fn result(envelope: &Envelope) -> CallToolResult {
-    let text = ContentBlock::text(serde_json::to_string(envelope).unwrap_or_default());
+/// Takes the envelope whole, so its data becomes `structuredContent` without a copy.
+pub fn result(envelope: Envelope) -> CallToolResult {
+    let text = ContentBlock::text(serde_json::to_string(&envelope).unwrap_or_default());
     match envelope {
         Envelope::Ok(data) => {
             let mut out = CallToolResult::success(vec![text]);
             if data.is_object() {
-                out.structured_content = Some(data.clone());
+                out.structured_content = Some(data);
             }
             out
         }
