@@ -68,18 +68,41 @@ pub fn rows_text(mut out: BatchResult) -> String {
 }
 
 /// The arguments and start of a result a row can carry: done, both set, and none of the
-/// fields a result leaves out while unset.
+/// fields a result leaves out while unset. Every field is named, none skipped with `..`: a
+/// field added to `CallResult` does not compile here until it is placed in the row or made
+/// to keep its result out of the rows.
 fn plain(r: &CallResult) -> Option<(&Value, u64)> {
-    let bare = r.status == CallStatus::Done
-        && r.detail.is_none()
-        && r.approval.is_none()
-        && !r.recovered
-        && r.hidden.is_empty()
-        && r.defaults.is_empty()
-        && r.parent.is_none()
-        && r.model_output.is_none();
-    match (bare, &r.arguments, r.started_us) {
-        (true, Some(arguments), Some(started_us)) => Some((arguments, started_us)),
+    let CallResult {
+        call_id: _,
+        tool: _,
+        status,
+        envelope: _,
+        attempts: _,
+        repaired: _,
+        replayed: _,
+        cached: _,
+        arguments,
+        started_us,
+        finished_us: _,
+        duration_us: _,
+        detail,
+        approval,
+        recovered,
+        hidden,
+        defaults,
+        parent,
+        model_output,
+    } = r;
+    let bare = *status == CallStatus::Done
+        && detail.is_none()
+        && approval.is_none()
+        && !recovered
+        && hidden.is_empty()
+        && defaults.is_empty()
+        && parent.is_none()
+        && model_output.is_none();
+    match (bare, arguments, started_us) {
+        (true, Some(arguments), Some(started_us)) => Some((arguments, *started_us)),
         _ => None,
     }
 }
