@@ -118,6 +118,18 @@ function readThrow(e) {
   return unexpected(detailOf(e))
 }
 
+/**
+ * Resolves a batch with its result made of rows; a result that cannot be made (only a bug of
+ * the native side could send one) rejects that batch alone, and the drained queue goes on.
+ */
+function settleRows(batch, result) {
+  try {
+    batch.resolve(fromRows(result))
+  } catch (e) {
+    batch.reject(new Error(`tooljig: the batch's result could not be read: ${detailOf(e)}`))
+  }
+}
+
 /** The JS side of one native engine: the handler table and the calls in flight. */
 export class Dispatcher {
   /** @type {{name: string, execute: Function, parse: Function | null}[]} */
@@ -206,8 +218,8 @@ export class Dispatcher {
         const batch = this.batches.get(id)
         if (!batch) continue
         this.batches.delete(id)
-        if (ok) batch.resolve(fromRows(result))
-        else batch.reject(new Error(result))
+        if (!ok) batch.reject(new Error(result))
+        else settleRows(batch, result)
       }
       if (this.batches.size === 0) this.keepAlive?.unref()
       for (const token of aborts) {

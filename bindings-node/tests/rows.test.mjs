@@ -4,6 +4,7 @@
 // odd ids), both must give the same text, key for key and in the same order.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { Dispatcher } from '../lib/dispatch.mjs'
 import { Engine, ToolError, tool } from '../lib/index.mjs'
 
 const ana = { principal: 'ana', scopes: ['mail'] }
@@ -51,4 +52,16 @@ test('run makes the same results of its rows as the native engine writes for str
   assert.equal(viaRun.results[7].status, 'pending_approval')
   assert.deepEqual(Object.keys(viaRun.results[0]), Object.keys(viaStream.results[0]))
   assert.equal(text(viaRun), text(viaStream))
+})
+
+test('a result that cannot be made into objects rejects its batch alone', { timeout: 5_000 }, async () => {
+  const d = new Dispatcher()
+  d.native = { settle: () => null }
+  const [bad, good] = [d.runBatch(() => null), d.runBatch(() => null)]
+  const rows = { batch: { results: [], durationUs: 1 }, rows: [['c1', 0, { ok: true, data: 1 }, 1, 4, {}, 2, 3, 1]], tools: ['t'] }
+  d.dispatch(JSON.stringify({ done: [[1, true, null], [2, true, rows]] }))
+  await assert.rejects(bad, /could not be read/)
+  const out = await good
+  assert.equal(out.results[0].cached, true)
+  assert.equal(out.results[0].tool, 't')
 })
