@@ -147,16 +147,16 @@ mod tests {
 
     #[test]
     fn envelopes_map_to_results_and_back() {
-        let ok = result(&Envelope::Ok(json!({"sum": 3})));
+        let ok = result(Envelope::Ok(json!({"sum": 3})));
         assert_eq!(ok.is_error, Some(false));
         assert_eq!(ok.structured_content, Some(json!({"sum": 3})));
         assert_eq!(outcome(ok).unwrap(), json!({"sum": 3}));
-        let scalar = result(&Envelope::Ok(json!(3)));
+        let scalar = result(Envelope::Ok(json!(3)));
         assert_eq!(scalar.structured_content, None);
         assert_eq!(outcome(scalar).unwrap(), json!({"ok": true, "data": 3}));
         let prose = CallToolResult::success(vec![ContentBlock::text("it is 3")]);
         assert_eq!(outcome(prose).unwrap(), json!("it is 3"));
-        let refused = result(&Envelope::error(ErrorCode::ScopesMissing, "needs admin"));
+        let refused = result(Envelope::error(ErrorCode::ScopesMissing, "needs admin"));
         assert_eq!(refused.is_error, Some(true));
         let Err(HandlerError::Tool(e)) = outcome(refused) else {
             panic!("an isError result is the server's failure")
@@ -164,7 +164,7 @@ mod tests {
         assert_eq!(e.code, ErrorCode::ExternalApiError);
         assert!(e.message.contains("scopes_missing"), "{}", e.message);
         assert_eq!(
-            result(&Envelope::Needs(vec!["when".into()])).is_error,
+            result(Envelope::Needs(vec!["when".into()])).is_error,
             Some(true)
         );
     }
