@@ -158,9 +158,10 @@ export interface RetryPolicy {
 
 /**
  * How a tool runs: `register`'s third argument. Keys are camelCase (snake_case works too);
- * only this level, `retry` and (on input) `approval` and `idempotency` are renamed, so fields
- * guardrails add take their nested objects in the core's spelling. `specs()` exports
- * `approval` and `idempotency` in the core's spelling (`approver_roles`, `ttl_ms`).
+ * only this level, `retry` and (on input) `approval`, `idempotency`, `cache` and each of
+ * `rateLimits` are renamed, so fields guardrails add take their nested objects in the core's
+ * spelling. `specs()` exports `approval`, `idempotency`, `cache` and `rate_limits` in the
+ * core's spelling (`approver_roles`, `ttl_ms`, `per_ms`).
  */
 export interface Policy {
   /** Time allowed for one attempt (default 30 000); null for none. */
@@ -174,6 +175,10 @@ export interface Policy {
   risk?: Risk
   /** Replays a finished call instead of running it twice (docs/durable-runs.md). */
   idempotency?: { mode: 'off' | 'arguments' | 'key'; ttlMs?: number; leaseMs?: number }
+  /** Caches a read tool's results (docs/guardrails.md): per principal by default. */
+  cache?: { ttlMs: number; scope?: 'principal' | 'tenant' | 'global' }
+  /** Calls allowed per window, each limit on its own (docs/guardrails.md). */
+  rateLimits?: { max: number; perMs: number; burst?: number; scope?: 'principal' | 'tenant' | 'global' }[]
   /** Whether calls need a human decision, and who may decide. */
   approval?: { required?: 'auto' | 'always' | 'never'; expiresMs?: number; approverRoles?: string[] }
   /** The tool that undoes this one on rollback. */

@@ -114,3 +114,21 @@ test('a sealed, anchored audit log catches records cut off its end', async () =>
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('a cache and rate limits are written in camelCase like the rest of a policy', async () => {
+  let runs = 0
+  const e = new Engine()
+    .register('look', tool({ execute: (a) => (runs++, a) }), { effect: 'read', cache: { ttlMs: 60_000, scope: 'global' } })
+    .register('send', tool({ execute: () => 'sent' }), { rateLimits: [{ max: 1, perMs: 60_000 }] })
+    .register('legacy', tool({ execute: () => 'ok' }), { effect: 'read', cache: { ttl_ms: 1_000 }, rate_limits: [{ max: 5, per_ms: 1_000 }] })
+  const caller = { principal: 'ana' }
+  await e.run([{ tool: 'look', arguments: { q: 1 } }], { caller })
+  const again = await e.run([{ tool: 'look', arguments: { q: 1 } }], { caller })
+  assert.equal(again.results[0].cached, true)
+  assert.equal(runs, 1)
+  const sent = await e.run([{ tool: 'send' }, { tool: 'send', dependsOn: ['call_0'] }], { caller })
+  assert.deepEqual(sent.results.map((r) => r.envelope.ok ? 'ok' : r.envelope.error.code), ['ok', 'rate_limited'])
+  const spec = e.specs().find((s) => s.name === 'send')
+  assert.deepEqual(spec.policy.rateLimits, [{ max: 1, per_ms: 60_000, scope: 'principal' }], 'exported in the core\'s spelling below the policy')
+  assert.equal((await e.run([{ tool: 'legacy' }], { caller })).results[0].envelope.ok, true)
+})

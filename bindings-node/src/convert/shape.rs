@@ -23,6 +23,8 @@ pub const OPENAPI_OPTIONS: Shape = &[
     "policy/retry",
     "policy/approval",
     "policy/idempotency",
+    "policy/cache",
+    "policy/rate_limits/*",
 ];
 /// Batch options.
 pub const BATCH_OPTIONS: Shape = &[""];
@@ -37,6 +39,8 @@ pub const SPEC_IN: Shape = &[
     "policy/retry",
     "policy/approval",
     "policy/idempotency",
+    "policy/cache",
+    "policy/rate_limits/*",
 ];
 /// A tool spec as `specs()` exports it: only `retry` of the policy's objects is renamed, which
 /// is how [`NEUTRAL_DATA`]'s rule reads a `policy` back.
