@@ -60,6 +60,9 @@ pub(crate) struct ResultRecord<'a> {
     parent: Option<&'a ParentCall>,
 }
 
+/// No rules: what a result of an unknown tool (no policy) is audited under.
+static NO_RULES: BTreeMap<String, Redaction> = BTreeMap::new();
+
 /// `value` as the audit log may show it under `rules`: borrowed when no rule hides anything.
 fn redacted<'a>(value: &'a Value, rules: &BTreeMap<String, Redaction>) -> Cow<'a, Value> {
     if !hides_anything(rules) {
@@ -67,6 +70,24 @@ fn redacted<'a>(value: &'a Value, rules: &BTreeMap<String, Redaction>) -> Cow<'a
     }
     let mut owned = value.clone();
     redact(&mut owned, rules);
+    Cow::Owned(owned)
+}
+
+/// Hidden-argument notes as the audit log may show them: what the model tried to set is
+/// redacted under its parameter's rule; borrowed when that changes nothing.
+fn redacted_notes<'a>(
+    notes: &'a [HiddenNote],
+    rules: &BTreeMap<String, Redaction>,
+) -> Cow<'a, [HiddenNote]> {
+    if !hides_anything(rules) || notes.iter().all(|n| n.supplied.is_none()) {
+        return Cow::Borrowed(notes);
+    }
+    let mut owned = notes.to_vec();
+    for note in &mut owned {
+        if let Some(v) = note.supplied.as_mut() {
+            redact_field(v, rules, &note.parameter);
+        }
+    }
     Cow::Owned(owned)
 }
 
@@ -78,35 +99,12 @@ impl<'a> ResultRecord<'a> {
         policy: Option<&Policy>,
         raw_arguments: Option<&'a Value>,
     ) -> Self {
+        let rules = policy.map_or(&NO_RULES, |p| &p.redact);
         let arguments = result.arguments.as_ref().or(raw_arguments);
-        let (arguments, hidden, output) = match policy {
-            None => (
-                arguments.map(Cow::Borrowed),
-                Cow::Borrowed(&result.hidden[..]),
-                None,
-            ),
-            Some(p) => {
-                let hidden = if hides_anything(&p.redact)
-                    && result.hidden.iter().any(|n| n.supplied.is_some())
-                {
-                    let mut notes = result.hidden.clone();
-                    for note in &mut notes {
-                        if let Some(v) = note.supplied.as_mut() {
-                            redact_field(v, &p.redact, &note.parameter);
-                        }
-                    }
-                    Cow::Owned(notes)
-                } else {
-                    Cow::Borrowed(&result.hidden[..])
-                };
-                let output = p.audit_output.then(|| result.envelope.data()).flatten();
-                (
-                    arguments.map(|a| redacted(a, &p.redact)),
-                    hidden,
-                    output.map(|o| redacted(o, &p.redact)),
-                )
-            }
-        };
+        let output = policy
+            .is_some_and(|p| p.audit_output)
+            .then(|| result.envelope.data())
+            .flatten();
         let (code, message) = match &result.envelope {
             Envelope::Error(e) => (Some(e.code), Some(e.message.as_str())),
             _ => (None, None),
@@ -118,13 +116,13 @@ impl<'a> ResultRecord<'a> {
             session: caller.session.as_deref(),
             tool: &result.tool,
             call_id: &result.call_id,
-            arguments,
-            hidden,
+            arguments: arguments.map(|a| redacted(a, rules)),
+            hidden: redacted_notes(&result.hidden, rules),
             outcome: Outcome::of(result),
             code,
             message,
             detail: result.detail.as_deref(),
-            output,
+            output: output.map(|o| redacted(o, rules)),
             risk: policy.map(|p| p.risk),
             effect: policy.map(|p| p.effect),
             duration_us: result.duration_us,
