@@ -19,6 +19,8 @@ export class Dispatcher {
     live: Map<any, any>;
     outbox: any[];
     flushQueued: boolean;
+    /** The callers the native engine names calls' callers by (`src/drained.rs`). */
+    callers: any[];
     /** The native engine to settle with; set right after it is built. */
     native: any;
     /** Indexes of released entries, reused by `add`. */

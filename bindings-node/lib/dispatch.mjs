@@ -20,8 +20,14 @@ const ACCEPTED = 5
 // named `then` that throws, an object whose `toString` throws. Reading any of it can throw,
 // so each function below that touches such a value is total: it catches, and says so.
 
-/** What a list the native engine left out of a drained queue (it had nothing) reads as. */
-const NONE = Object.freeze([])
+/** `value` frozen, and every object and array in it: a caller as JSON made it. */
+function deepFreeze(value) {
+  if (value !== null && typeof value === 'object') {
+    for (const key in value) deepFreeze(value[key])
+    Object.freeze(value)
+  }
+  return value
+}
 
 const isThenable = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function'
 
@@ -146,6 +152,8 @@ export class Dispatcher {
   live = new Map()
   outbox = []
   flushQueued = false
+  /** The callers the native engine names calls' callers by (`src/drained.rs`). */
+  callers = []
   /** The native engine to settle with; set right after it is built. */
   native = null
 
@@ -210,41 +218,58 @@ export class Dispatcher {
     this.flush()
   }
 
-  /** Settles the batches that ended and starts the calls queued (a drained queue). */
+  /**
+   * Settles the batches that ended and starts the calls queued: a drained queue, whose slots
+   * `src/drained.rs` describes (`0` or absent when empty).
+   */
   #take(text) {
     try {
-      const { callers = NONE, runs = NONE, calls = NONE, asks = NONE, aborts = NONE, done = NONE } = JSON.parse(text)
-      for (const [id, ok, result] of done) {
-        const batch = this.batches.get(id)
-        if (!batch) continue
-        this.batches.delete(id)
-        if (!ok) batch.reject(new Error(result))
-        else settleRows(batch, result)
+      const [done, calls, runs, callers, aborts, asks] = JSON.parse(text)
+      if (done) {
+        for (const [id, ok, result] of done) {
+          const batch = this.batches.get(id)
+          if (!batch) continue
+          this.batches.delete(id)
+          if (!ok) batch.reject(new Error(result))
+          else settleRows(batch, result)
+        }
+        if (this.batches.size === 0) this.keepAlive?.unref()
       }
-      if (this.batches.size === 0) this.keepAlive?.unref()
-      for (const token of aborts) {
-        const ctx = this.live.get(token)
-        if (ctx) {
-          this.live.delete(token)
-          ctx[abortCall]()
+      if (aborts) {
+        for (const token of aborts) {
+          const ctx = this.live.get(token)
+          if (ctx) {
+            this.live.delete(token)
+            ctx[abortCall]()
+          }
         }
       }
-      for (let i = 0; i < callers.length; i++) Object.freeze(callers[i])
-      for (const [token, tool, callId, attempt, caller, args, run, appKey, listened, callsTools] of calls) {
-        const entry = this.handlers[tool]
-        const reach = {
-          report: listened ? (parts) => this.#progress(token, parts) : null,
-          tools: callsTools ? (text, atomic) => this.native.callTools(token, text, atomic) : null,
-        }
-        const ctx = new ToolContext(callId, entry.name, attempt, callers[caller], runs[run], appKey, reach)
-        this.live.set(token, ctx)
-        this.#start(token, entry, args, ctx)
+      if (callers) {
+        // Kept across drains, shared by every batch run for an equal caller: frozen to the
+        // leaves, so that no handler can change the caller another batch sees.
+        const table = this.callers
+        table.length = callers[0]
+        for (let i = 1; i < callers.length; i++) table.push(deepFreeze(callers[i]))
       }
-      for (const [token, kind, index, request] of asks) {
-        const fn =
-          kind === 'hook' ? this.hook : kind === 'predicate' ? this.predicate : kind === 'http_auth' ? this.httpAuths[index] : this.resolvers[index]
-        this.live.set(token, null)
-        this.#start(token, { execute: fn, parse: null }, request, undefined)
+      if (calls) {
+        for (const [token, tool, callId, attempt, caller, args, run, appKey, listened, callsTools] of calls) {
+          const entry = this.handlers[tool]
+          const reach = {
+            report: listened ? (parts) => this.#progress(token, parts) : null,
+            tools: callsTools ? (text, atomic) => this.native.callTools(token, text, atomic) : null,
+          }
+          const ctx = new ToolContext(callId, entry.name, attempt, this.callers[caller], runs[run], appKey, reach)
+          this.live.set(token, ctx)
+          this.#start(token, entry, args, ctx)
+        }
+      }
+      if (asks) {
+        for (const [token, kind, index, request] of asks) {
+          const fn =
+            kind === 'hook' ? this.hook : kind === 'predicate' ? this.predicate : kind === 'http_auth' ? this.httpAuths[index] : this.resolvers[index]
+          this.live.set(token, null)
+          this.#start(token, { execute: fn, parse: null }, request, undefined)
+        }
       }
     } catch (e) {
       // Only a bug of this layer can land here; say so loudly but never throw into Rust.

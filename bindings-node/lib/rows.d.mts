@@ -3,13 +3,10 @@
  * The batch a `run` resolves with, from its rows: each row made into the result object the
  * native engine would otherwise have written as text, with the same keys in the same order;
  * a result that is not a row is already that object.
- * @param {{batch: {results: unknown[]}, rows: unknown[], tools: string[]}} sent the `done` value of a drained queue
+ * @param {[{results: unknown[]}, unknown[], string[]]} sent a finished batch of a drained
+ *   queue: the batch (its `results` empty), the rows, the tools they name by index
  * @returns {any}
  */
-export function fromRows({ batch, rows, tools }: {
-    batch: {
-        results: unknown[];
-    };
-    rows: unknown[];
-    tools: string[];
-}): any;
+export function fromRows([batch, rows, tools]: [{
+    results: unknown[];
+}, unknown[], string[]]): any;

@@ -5,10 +5,11 @@
  * The batch a `run` resolves with, from its rows: each row made into the result object the
  * native engine would otherwise have written as text, with the same keys in the same order;
  * a result that is not a row is already that object.
- * @param {{batch: {results: unknown[]}, rows: unknown[], tools: string[]}} sent the `done` value of a drained queue
+ * @param {[{results: unknown[]}, unknown[], string[]]} sent a finished batch of a drained
+ *   queue: the batch (its `results` empty), the rows, the tools they name by index
  * @returns {any}
  */
-export function fromRows({ batch, rows, tools }) {
+export function fromRows([batch, rows, tools]) {
   const results = new Array(rows.length)
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i]

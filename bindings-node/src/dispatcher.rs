@@ -18,12 +18,13 @@
 //! core's `PolicyHook` and `Resolver` seams): each is a JS function the JS layer keeps in a
 //! table, asked with a JSON request and settled like a handler.
 
+pub use crate::drained::AppFunction;
+use crate::drained::{Ask, Callers, Drain, Request};
 use crate::driven::{BatchFuture, Batches};
 use crate::outcome::{UNEXPECTED, parse_settlements};
 use napi::Status;
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
@@ -31,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tooljig::{Caller, CancellationToken, Progress, ToolCalls, ToolContext};
+use tooljig::{CancellationToken, Progress, ToolCalls, ToolContext};
 
 /// Wakes the JS thread; the argument handed to JS is the drained queue as JSON text.
 type Wake = ThreadsafeFunction<(), (), String, Status, false, true>;
@@ -39,44 +40,9 @@ type Wake = ThreadsafeFunction<(), (), String, Status, false, true>;
 /// Why a call had no result from JavaScript.
 const GONE: &str = "the JavaScript environment shut down before the handler finished";
 /// A drain with nothing in it.
-const EMPTY: &str = r#"{"callers":[],"runs":[],"calls":[],"asks":[],"aborts":[],"done":[]}"#;
+const EMPTY: &str = "[]";
 /// Why a call's result never arrived.
 const LOST: &str = "the JavaScript function's result was lost (the engine was dropped)";
-
-/// One handler call waiting for the JS thread.
-struct Request {
-    token: u64,
-    tool: u32,
-    call_id: Arc<str>,
-    attempt: u32,
-    caller: Arc<Caller>,
-    run_id: Arc<str>,
-    app_key: Option<Arc<str>>,
-    /// Written out when the call was queued.
-    args: Box<RawValue>,
-    listened: bool,
-    calls: bool,
-}
-
-/// A call of another app function (policy hook, resolver) waiting for the JS thread.
-struct Ask {
-    token: u64,
-    function: AppFunction,
-    request: Value,
-}
-
-/// The app functions other than handlers the JS layer keeps.
-#[derive(Clone, Copy)]
-pub enum AppFunction {
-    /// The engine's policy hook.
-    PolicyHook,
-    /// The resolver at this index of the JS layer's resolver table.
-    Resolver(u32),
-    /// The engine's approval predicate.
-    ApprovalPredicate,
-    /// The auth hook at this index of the JS layer's auth table (MCP servers, inboxes).
-    HttpAuth(u32),
-}
 
 #[derive(Default)]
 struct Queue {
@@ -113,6 +79,8 @@ struct Shared {
     reach: Mutex<HashMap<u64, Reach>>,
     next_token: AtomicU64,
     batches: Batches,
+    /// The callers the JS layer holds (`drained.rs`); only drains touch it.
+    callers: Mutex<Callers>,
 }
 
 /// What a running call may reach besides its outcome.
@@ -120,67 +88,6 @@ struct Shared {
 struct Reach {
     progress: Option<Progress>,
     tools: Option<ToolCalls>,
-}
-
-/// What the JS layer receives per wake-up. Empty lists are left out: V8 builds an array for
-/// each one it reads, and the wrapper of a one-call batch's two wake-ups cost more to parse
-/// than its call did.
-#[derive(Serialize)]
-struct Drained<'a> {
-    /// Distinct callers of the drained calls, referenced by index. Written as serde writes
-    /// them: every key of a `Caller` is one word, the same in camelCase, and its attributes
-    /// are the app's data (the handler test pins every key).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    callers: Vec<&'a Caller>,
-    /// Distinct run ids of the drained calls, referenced by index.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    runs: Vec<&'a str>,
-    /// `[token, toolIndex, callId, attempt, callerIndex, args, runIndex, appKey, listened,
-    /// calls]` per call (`listened`: whether anyone hears its progress; `calls`: whether it
-    /// may call tools).
-    #[allow(clippy::type_complexity)]
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    calls: Vec<(
-        u64,
-        u32,
-        &'a str,
-        u32,
-        usize,
-        &'a RawValue,
-        usize,
-        Option<&'a str>,
-        bool,
-        bool,
-    )>,
-    /// `[token, "hook", 0, request]`, `[token, "resolver", index, request]`,
-    /// `[token, "predicate", 0, request]` or `[token, "http_auth", index, request]` per ask.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    asks: Vec<(u64, &'static str, u32, &'a Value)>,
-    /// Tokens whose signal must fire.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    aborts: Vec<u64>,
-}
-
-/// The drained text with `done`, `[id, true, result]` per driven batch that ended and
-/// `[id, false, why]` per one that failed, appended as the last key. Each result is JSON text
-/// serde_json wrote, and goes in as it is: made a `RawValue`, it was parsed once more only
-/// to be checked, 3% of a call from Node in 1,000-call batches.
-fn with_done(mut text: String, done: &[(u64, bool, String)]) -> String {
-    use std::fmt::Write;
-    if done.is_empty() || !text.ends_with('}') {
-        return text;
-    }
-    text.pop();
-    if text.len() > 1 {
-        text.push(',');
-    }
-    text.push_str("\"done\":[");
-    for (i, (id, ok, body)) in done.iter().enumerate() {
-        let sep = if i == 0 { "" } else { "," };
-        let _ = write!(text, "{sep}[{id},{ok},{body}]");
-    }
-    text.push_str("]}");
-    text
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -216,62 +123,16 @@ impl Shared {
             }
         };
         SERVING.set(outer);
-        if calls.is_empty() && asks.is_empty() && aborts.is_empty() && done.is_empty() {
+        let drain = Drain {
+            done: &done,
+            calls: &calls,
+            asks: &asks,
+            aborts: &aborts,
+        };
+        if drain.is_empty() {
             return None;
         }
-        let mut seen: Vec<*const Caller> = Vec::new();
-        let mut callers = Vec::new();
-        let mut runs: Vec<&str> = Vec::new();
-        let mut rows = Vec::with_capacity(calls.len());
-        for r in &calls {
-            let ptr = Arc::as_ptr(&r.caller);
-            let index = match seen.iter().position(|&p| p == ptr) {
-                Some(i) => i,
-                None => {
-                    seen.push(ptr);
-                    callers.push(&*r.caller);
-                    seen.len() - 1
-                }
-            };
-            let run = match runs.iter().position(|&id| id == &*r.run_id) {
-                Some(i) => i,
-                None => {
-                    runs.push(&r.run_id);
-                    runs.len() - 1
-                }
-            };
-            rows.push((
-                r.token,
-                r.tool,
-                r.call_id.as_ref(),
-                r.attempt,
-                index,
-                &*r.args,
-                run,
-                r.app_key.as_deref(),
-                r.listened,
-                r.calls,
-            ));
-        }
-        let asks = asks
-            .iter()
-            .map(|a| match a.function {
-                AppFunction::PolicyHook => (a.token, "hook", 0, &a.request),
-                AppFunction::Resolver(i) => (a.token, "resolver", i, &a.request),
-                AppFunction::ApprovalPredicate => (a.token, "predicate", 0, &a.request),
-                AppFunction::HttpAuth(i) => (a.token, "http_auth", i, &a.request),
-            })
-            .collect();
-        let drained = Drained {
-            callers,
-            runs,
-            calls: rows,
-            asks,
-            aborts,
-        };
-        // Values came from serde_json and contain no non-string keys: this cannot fail.
-        let text = serde_json::to_string(&drained).ok()?;
-        Some(with_done(text, &done))
+        Some(drain.text(&mut lock(&self.callers)))
     }
 
     /// Whether this queue is being drained on this thread right now.
@@ -306,6 +167,7 @@ impl Dispatcher {
             reach: Mutex::default(),
             next_token: AtomicU64::new(0),
             batches: Batches::new(runtime),
+            callers: Mutex::default(),
         });
         let on_js_thread = shared.clone();
         let wake = dispatch
@@ -599,40 +461,5 @@ impl Drop for AbortOnDrop {
 impl Drop for Dispatcher {
     fn drop(&mut self) {
         self.shared.fail_all(GONE);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::with_done;
-    use serde_json::{Value, json};
-
-    #[test]
-    fn done_goes_in_last_and_as_it_is() {
-        let done = [
-            (
-                1,
-                true,
-                r#"{"batch":{"results":[]},"rows":[["c\"1",0]]}"#.to_string(),
-            ),
-            (2, false, Value::String("it \"failed\"".into()).to_string()),
-        ];
-        let read = |text: String| serde_json::from_str::<Value>(&text).unwrap();
-        let expected_done = json!([
-            [1, true, {"batch": {"results": []}, "rows": [["c\"1", 0]]}],
-            [2, false, "it \"failed\""]
-        ]);
-        assert_eq!(
-            read(with_done("{}".into(), &done)),
-            json!({"done": expected_done})
-        );
-        assert_eq!(
-            read(with_done(r#"{"aborts":[3]}"#.into(), &done)),
-            json!({"aborts": [3], "done": expected_done})
-        );
-        assert_eq!(
-            with_done(r#"{"aborts":[3]}"#.into(), &[]),
-            r#"{"aborts":[3]}"#
-        );
     }
 }

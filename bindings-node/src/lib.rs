@@ -10,7 +10,8 @@
 //! Map of the crate:
 //! - `engine.rs`: `NativeEngine`, registering tools and running batches;
 //! - `dispatcher.rs`: the one way Rust calls JavaScript (a weak threadsafe function fed by a
-//!   queue, drained in bulk on the JS thread);
+//!   queue, drained in bulk on the JS thread), and `drained.rs`, the text of what one drain
+//!   hands to JS;
 //! - `handler.rs`: `JsHandler`, the core's `Handler` over a registered JS function;
 //! - `outcome.rs`: what a JS handler settled with, turned into a `HandlerResult`;
 //! - `seams/`: the core's `PolicyHook`, `Resolver` and `ApprovalPredicate` over JS functions;
@@ -32,6 +33,7 @@ mod cli;
 pub use cli::cli;
 mod convert;
 mod dispatcher;
+mod drained;
 mod driven;
 mod engine;
 // After `engine`: napi-derive names the methods of a second `#[napi] impl JsEngine` block

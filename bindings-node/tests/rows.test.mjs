@@ -58,8 +58,8 @@ test('a result that cannot be made into objects rejects its batch alone', { time
   const d = new Dispatcher()
   d.native = { settle: () => null }
   const [bad, good] = [d.runBatch(() => null), d.runBatch(() => null)]
-  const rows = { batch: { results: [], durationUs: 1 }, rows: [['c1', 0, { ok: true, data: 1 }, 1, 4, {}, 2, 3, 1]], tools: ['t'] }
-  d.dispatch(JSON.stringify({ done: [[1, true, null], [2, true, rows]] }))
+  const rows = [{ results: [], durationUs: 1 }, [['c1', 0, { ok: true, data: 1 }, 1, 4, {}, 2, 3, 1]], ['t']]
+  d.dispatch(JSON.stringify([[[1, true, null], [2, true, rows]]]))
   await assert.rejects(bad, /could not be read/)
   const out = await good
   assert.equal(out.results[0].cached, true)

@@ -8,7 +8,7 @@
 //! renaming their keys while serializing them 3% of the whole. A row has no keys, and names
 //! its tool by its place in the batch's list of tools.
 //!
-//! `{"batch": {..the batch, "results": []}, "rows": [..], "tools": [..]}`, where a row is
+//! `[{..the batch, "results": []}, [..rows], [..tools]]`, where a row is
 //! `[call_id, tool, envelope, attempts, flags, arguments, started_us, finished_us,
 //! duration_us]` and `flags` holds `repaired` (1), `replayed` (2) and `cached` (4).
 
@@ -22,9 +22,9 @@ pub fn rows_text(mut out: BatchResult) -> String {
     let results = std::mem::take(&mut out.results);
     let mut tools: Vec<&str> = Vec::new();
     let mut text = Vec::with_capacity(64 + results.len() * 128);
-    text.extend_from_slice(b"{\"batch\":");
+    text.push(b'[');
     text.extend_from_slice(to_camel_json(&out, shape::BATCH).as_bytes());
-    text.extend_from_slice(b",\"rows\":[");
+    text.extend_from_slice(b",[");
     for (i, r) in results.iter().enumerate() {
         if i > 0 {
             text.push(b',');
@@ -59,11 +59,11 @@ pub fn rows_text(mut out: BatchResult) -> String {
             None => text.extend_from_slice(to_camel_json(r, shape::RESULT).as_bytes()),
         }
     }
-    text.extend_from_slice(b"],\"tools\":");
+    text.extend_from_slice(b"],");
     if serde_json::to_writer(&mut text, &tools).is_err() {
         text.extend_from_slice(b"[]");
     }
-    text.push(b'}');
+    text.push(b']');
     String::from_utf8(text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
@@ -115,9 +115,9 @@ mod tests {
 
     /// What `lib/rows.mjs` does, for the test: a row made into its result object.
     fn expand(rows: Value) -> Value {
-        let tools = rows["tools"].as_array().unwrap().clone();
-        let mut batch = rows["batch"].clone();
-        let results: Vec<Value> = rows["rows"]
+        let tools = rows[2].as_array().unwrap().clone();
+        let mut batch = rows[0].clone();
+        let results: Vec<Value> = rows[1]
             .as_array()
             .unwrap()
             .iter()
@@ -183,8 +183,8 @@ mod tests {
         };
         let whole = to_camel_json(&out, shape::BATCH);
         let rows: Value = serde_json::from_str(&rows_text(out)).unwrap();
-        assert_eq!(rows["tools"], json!(["lookup", "send"]));
-        let kinds: Vec<bool> = rows["rows"]
+        assert_eq!(rows[2], json!(["lookup", "send"]));
+        let kinds: Vec<bool> = rows[1]
             .as_array()
             .unwrap()
             .iter()
