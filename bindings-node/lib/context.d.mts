@@ -24,7 +24,7 @@ export class ToolContext {
     tool: string;
     /** 1 for the first attempt, 2 for the first retry, ... */
     attempt: number;
-    /** Who the batch runs for (frozen; shared by the calls of a batch). */
+    /** Who the batch runs for: read-only (frozen to its leaves), and one object for every batch run for an equal caller. */
     caller: any;
     /** The run the call belongs to (the same across resumes and processes). */
     runId: string;

@@ -39,7 +39,7 @@ export class ToolContext {
     this.tool = tool
     /** 1 for the first attempt, 2 for the first retry, ... */
     this.attempt = attempt
-    /** Who the batch runs for (frozen; shared by the calls of a batch). */
+    /** Who the batch runs for: read-only (frozen to its leaves), and one object for every batch run for an equal caller. */
     this.caller = caller
     /** The run the call belongs to (the same across resumes and processes). */
     this.runId = runId
