@@ -119,17 +119,23 @@ export declare class NativeEngine {
   /** A running JS handler's progress report, as `[token, fraction, message, output?]` text. */
   progress(report: string): void
   /**
-   * Delivers the results of JS handlers, as `[[token, kind, payload], ...]` text; returns
-   * what the JS layer must do next (a drained queue), or null.
-   */
-  settle(settled: string): string | null
-  /**
    * Runs batch `id` (a number the JS layer picks, unique among its running batches) on
    * the JS thread (`driven.rs`): `calls` and `options` (with `caller`) as JSON text.
-   * Returns what the JS layer must do now (a drained queue), as `settle` does; the
-   * batch's result comes in `done` of a drain, as rows (`convert/rows.rs`).
+   * Returns what the JS layer must do now (a drained queue), as the driver's `settle`
+   * does; the batch's result comes in `done` of a drain, as rows (`convert/rows.rs`). The
+   * driver's `run` does the same without `cancel`, more cheaply.
    */
   run(id: number, calls: string, options: string, cancel?: NativeCancel | undefined | null): string | null
+  /**
+   * `[run, settle]`, the two calls every batch makes, as functions bound to this engine:
+   * `run(id, calls, options)` as the method `run` without a cancel switch, and
+   * `settle(settled)`, which delivers the results of JS handlers as `[[token, kind,
+   * payload], ...]` text and returns what the JS layer must do next (a drained queue), or
+   * null. Plain functions, because napi-rs's glue for a method checks the receiver's
+   * class and records its borrow in a process-wide table on every call: 6% of a one-call
+   * batch from Node.
+   */
+  driver(): [(id: number, calls: string, options: string) => string | null, (settled: string) => string | null]
   /** Starts a batch whose events the JS layer pulls from the returned stream. */
   stream(calls: string, options: string, cancel?: NativeCancel | undefined | null): JsStream
   /**

@@ -21,8 +21,14 @@ export class Dispatcher {
     flushQueued: boolean;
     /** The callers the native engine names calls' callers by (`src/drained.rs`). */
     callers: any[];
-    /** The native engine to settle with; set right after it is built. */
+    /** The native engine (progress, tools called by tools); set right after it is built. */
     native: any;
+    /**
+     * Delivers settled outcomes to the native side and returns the next drained queue, or
+     * null: its `settle`, unless a faster way is set (an engine's driver, src/engine.rs).
+     * @type {(settled: string) => string | null}
+     */
+    deliver: (settled: string) => string | null;
     /** Indexes of released entries, reused by `add`. */
     free: any[];
     /** Batches the native engine drives on this thread, by id: how to settle their promises. */

@@ -36,6 +36,8 @@ export let appFunction
 export class Engine {
   #dispatcher = new Dispatcher()
   #native
+  /** The native `run` without a cancel switch, as a plain function (`driver()` in src/engine.rs). */
+  #run
 
   static {
     nativeEngine = (engine) => (engine instanceof Engine ? engine.#native : null)
@@ -89,6 +91,7 @@ export class Engine {
     }
     this.#native = new NativeEngine(this.#dispatcher.dispatch, native)
     this.#dispatcher.native = this.#native
+    ;[this.#run, this.#dispatcher.deliver] = this.#native.driver()
   }
 
   /**
@@ -263,8 +266,9 @@ export class Engine {
     const text = callsText(calls)
     const [opts, signal] = splitOptions(options)
     const [cancel, unlink] = linkSignal(signal)
+    const start = cancel === null ? (id) => this.#run(id, text, opts) : (id) => this.#native.run(id, text, opts, cancel)
     try {
-      return await this.#dispatcher.runBatch((id) => this.#native.run(id, text, opts, cancel))
+      return await this.#dispatcher.runBatch(start)
     } finally {
       unlink()
     }
