@@ -127,6 +127,13 @@ export declare class NativeEngine {
    */
   run(id: number, calls: string, options: string, cancel?: NativeCancel | undefined | null): string | null
   /**
+   * Lets go of the JS layer once the app no longer holds the engine (the JS `Engine` was
+   * collected): handler calls still queued fail, and the JS side can be freed. Without
+   * it, the threadsafe function that wakes JS held the JS dispatcher, which holds this
+   * object, and no engine was ever freed.
+   */
+  release(): void
+  /**
    * `[run, settle]`, the two calls every batch makes, as functions bound to this engine:
    * `run(id, calls, options)` as the method `run` without a cancel switch, and
    * `settle(settled)`, which delivers the results of JS handlers as `[[token, kind,
@@ -299,6 +306,11 @@ export declare class NativeModel {
   status(): any
   /** Every request a scripted model received, in order; null for other models. */
   requests(): any
+  /**
+   * Lets go of a function model's JS wrapper once the app no longer holds the model (as
+   * `NativeEngine.release` does for an engine); nothing for other models.
+   */
+  release(): void
   /**
    * Delivers the settlements of the function model's JS wrapper; returns what its
    * dispatcher must do next (a drained queue), or null.

@@ -91,6 +91,7 @@ export class FallbackChain extends Model {
      * @returns {BreakerStatus[]}
      */
     status(): BreakerStatus[];
+    #private;
 }
 /**
  * A model that plays back a script, for tests and examples: each step is a turn (or a

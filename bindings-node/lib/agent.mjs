@@ -4,7 +4,7 @@
 // (`for await`) for their events.
 import native from '../index.js'
 import { Dispatcher } from './dispatch.mjs'
-import { appFunction, nativeEngine } from './engine.mjs'
+import { appFunction, nativeEngine, pinUntil } from './engine.mjs'
 import { ToolError } from './errors.mjs'
 import { callResults } from './providers.mjs'
 /** @import { AgentOptions, AgentRunOptions, BreakerStatus, Message, ModelErrorKind, ModelFunction, ModelRequest, ResultInput, RunCounters, RunStatus, TurnInput } from './types.mjs' */
@@ -49,6 +49,13 @@ function failureOf(e) {
 
 const wrap = Symbol('tooljig.model')
 
+/**
+ * A function model the app no longer holds lets go of its JS wrapper (`NativeModel.release`),
+ * as an engine does (`engine.mjs`): agents and fallback chains hold the models they use, and
+ * an agent is pinned while it runs.
+ */
+const unheldModels = new FinalizationRegistry((native) => native.release())
+
 /** A model the agent can call. Build one with `Model.fromFunction`, `HttpModel`, `FallbackChain` or `ScriptedModel`. */
 export class Model {
   #native
@@ -88,7 +95,9 @@ export class Model {
         return { error: failureOf(e) }
       }
     })
-    return new Model(wrap, nativeModel)
+    const model = new Model(wrap, nativeModel)
+    unheldModels.register(model, nativeModel)
+    return model
   }
 
   /**
@@ -144,6 +153,9 @@ export const HttpModel = Object.freeze({
  * and on failure on to the next. `threshold` failures in a row open a breaker for `cooldownMs`.
  */
 export class FallbackChain extends Model {
+  /** The models it falls back across, held while it is. */
+  #models
+
   /**
    * @param {Model[]} models
    * @param {{threshold?: number, cooldownMs?: number}} [options]
@@ -152,6 +164,7 @@ export class FallbackChain extends Model {
     const builder = new NativeFallback()
     for (const m of models) builder.add(Model.native(m))
     super(wrap, builder.build(threshold ?? null, cooldownMs ?? null))
+    this.#models = [...models]
   }
 
   /**
@@ -346,6 +359,8 @@ const selectors = new FinalizationRegistry((release) => release())
 
 export class Agent {
   #native
+  /** The engine its tools run through, and its models: held while it is. */
+  #uses
 
   /**
    * @param {Engine} engine
@@ -376,10 +391,14 @@ export class Agent {
       reviewer = index
     }
     this.#native = new NativeAgent(nativeEng, Model.native(model), responder ? Model.native(responder) : null, rest, selector, reviewer)
+    this.#uses = [engine, model, responder]
   }
 
   #start(action, state, input, options) {
-    return new AgentRun(this.#native.start(action, AgentState.text(state), input, runOptions(options)), state, this)
+    const run = new AgentRun(this.#native.start(action, AgentState.text(state), input, runOptions(options)), state, this)
+    // Its engine and models must outlive the app's hold on them meanwhile.
+    pinUntil(this, run.outcome)
+    return run
   }
 
   /**

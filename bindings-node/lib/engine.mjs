@@ -20,6 +20,31 @@ function splitOptions(options) {
   return [JSON.stringify(rest), signal]
 }
 
+/**
+ * The native half of an engine the app no longer holds is released (`NativeEngine.release`).
+ * Rust wakes JS through a threadsafe function, which holds the JS dispatcher strongly, and the
+ * dispatcher holds the native engine: without this, no engine was ever freed (about 360 KB
+ * each). A batch in flight keeps its engine held (its `run` awaits it); work that can outlive
+ * the app's hold on the engine pins it while it runs (`pinUntil`).
+ */
+const unheld = new FinalizationRegistry((native) => native.release())
+
+/** Pins of work in flight: `[holder]` each, dropped as it ends (`pinUntil`). */
+const pins = new Set()
+
+/**
+ * Keeps `holder` (an engine, an agent) alive until `settled` settles: a server until it stops,
+ * a stream or an agent run until its result, whether or not the app still holds it.
+ * @param {object} holder
+ * @param {Promise<unknown>} settled
+ */
+export function pinUntil(holder, settled) {
+  const pin = [holder]
+  pins.add(pin)
+  const unpin = () => pins.delete(pin)
+  settled.then(unpin, unpin)
+}
+
 /** The native half of an `Engine`, for the agent loop (`agent.mjs`); set in the class body. */
 export let nativeEngine
 
@@ -92,6 +117,7 @@ export class Engine {
     this.#native = new NativeEngine(this.#dispatcher.dispatch, native)
     this.#dispatcher.native = this.#native
     ;[this.#run, this.#dispatcher.deliver] = this.#native.driver()
+    unheld.register(this, this.#native)
   }
 
   /**
@@ -304,6 +330,7 @@ export class Engine {
     )
     // Reading only the events must not leave an unhandled rejection behind.
     result.catch(() => {})
+    pinUntil(this, result)
     return {
       result,
       async *[Symbol.asyncIterator]() {
@@ -470,6 +497,17 @@ export class Engine {
   }
 
   /**
+   * `server`, with this engine kept alive until it stops.
+   * @template {{wait(): Promise<void>}} S
+   * @param {S} server
+   * @returns {S}
+   */
+  #serving(server) {
+    pinUntil(this, server.wait())
+    return server
+  }
+
+  /**
    * Starts the approval inbox (docs/operators.md) over this engine's state store and audit
    * log: pending requests decided in the browser by an operator. Who is one: `tokens` (bearer
    * token → caller; the browser signs in with one), or `auth` (request → caller, may be
@@ -483,12 +521,12 @@ export class Engine {
     if (auth !== undefined && auth !== null) {
       if (typeof auth !== 'function') throw new TypeError('options.auth must be a function')
       const index = this.#dispatcher.httpAuths.push(auth) - 1
-      return new InboxServer(this.#native.serveInbox(null, String(bind), index))
+      return this.#serving(new InboxServer(this.#native.serveInbox(null, String(bind), index)))
     }
     if (tokens === null || typeof tokens !== 'object' || Object.keys(tokens).length === 0) {
       throw new TypeError('serveInbox needs operator tokens ({tokens: {token: caller}}) or an auth hook')
     }
-    return new InboxServer(this.#native.serveInbox(tokens, String(bind), null))
+    return this.#serving(new InboxServer(this.#native.serveInbox(tokens, String(bind), null)))
   }
 
   /**
@@ -506,7 +544,7 @@ export class Engine {
       if (typeof auth !== 'function') throw new TypeError('options.auth must be a function')
       index = this.#dispatcher.httpAuths.push(auth) - 1
     }
-    return new McpServer(this.#native.serveMcpHttp(rest, index))
+    return this.#serving(new McpServer(this.#native.serveMcpHttp(rest, index)))
   }
 
   /**

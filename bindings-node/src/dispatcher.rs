@@ -154,7 +154,9 @@ impl Shared {
 /// Calls the JS handlers of one engine.
 pub struct Dispatcher {
     shared: Arc<Shared>,
-    wake: Wake,
+    /// `None` once released: the threadsafe function holds the JS layer's `dispatch` (and so
+    /// everything it reaches) strongly, so it must go for the engine to be freed.
+    wake: Mutex<Option<Wake>>,
 }
 
 impl Dispatcher {
@@ -178,7 +180,20 @@ impl Dispatcher {
                 lock(&on_js_thread.queue).wake_in_flight = false;
                 Ok(on_js_thread.drain().unwrap_or_else(|| EMPTY.into()))
             })?;
-        Ok(Dispatcher { shared, wake })
+        Ok(Dispatcher {
+            shared,
+            wake: Mutex::new(Some(wake)),
+        })
+    }
+
+    /// Lets go of the JS layer: what is queued or waits for it fails, and nothing wakes it
+    /// again. Called once the app no longer holds its engine (`NativeEngine.release`), when
+    /// nobody is left to run a handler.
+    pub fn release(&self) {
+        let wake = lock(&self.wake).take();
+        drop(wake);
+        lock(&self.shared.queue).calls.clear();
+        self.shared.fail_all(GONE);
     }
 
     /// Starts batch `id` (the JS layer's number) on the JS thread: polls it once and returns
@@ -336,23 +351,27 @@ impl Dispatcher {
         // With a return callback, a throw out of the JS dispatcher (a bug of the JS layer: it
         // catches every handler failure itself) is handed to Rust instead of crashing Node.
         let shared = self.shared.clone();
-        let status = self.wake.call_with_return_value(
-            (),
-            ThreadsafeFunctionCallMode::NonBlocking,
-            move |returned: napi::Result<()>, _env| {
-                if let Err(e) = returned {
-                    // Also how a wake-up still undelivered when Node exits ends: loud only
-                    // when calls wait, which it fails.
-                    let failed = shared.fail_all(&format!("the JS dispatcher of tooljig threw: {e}"));
-                    if failed > 0 {
-                        eprintln!("tooljig: the JS dispatcher threw: {e}; failed its {failed} pending calls");
+        let status = match lock(&self.wake).as_ref() {
+            None => Status::Closing,
+            Some(wake) => wake.call_with_return_value(
+                (),
+                ThreadsafeFunctionCallMode::NonBlocking,
+                move |returned: napi::Result<()>, _env| {
+                    if let Err(e) = returned {
+                        // Also how a wake-up still undelivered when Node exits ends: loud
+                        // only when calls wait, which it fails.
+                        let failed =
+                            shared.fail_all(&format!("the JS dispatcher of tooljig threw: {e}"));
+                        if failed > 0 {
+                            eprintln!("tooljig: the JS dispatcher threw: {e}; failed its {failed} pending calls");
+                        }
                     }
-                }
-                Ok(())
-            },
-        );
+                    Ok(())
+                },
+            ),
+        };
         if status != Status::Ok {
-            // Node is exiting (or the function was released): nobody will run these calls.
+            // Node is exiting (or the engine was released): nobody will run these calls.
             let mut q = lock(&self.shared.queue);
             q.calls.clear();
             q.wake_in_flight = false;

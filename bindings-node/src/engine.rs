@@ -374,6 +374,15 @@ impl JsEngine {
         start_run(&self.engine, &self.dispatcher, id, &calls, &options, cancel)
     }
 
+    /// Lets go of the JS layer once the app no longer holds the engine (the JS `Engine` was
+    /// collected): handler calls still queued fail, and the JS side can be freed. Without
+    /// it, the threadsafe function that wakes JS held the JS dispatcher, which holds this
+    /// object, and no engine was ever freed.
+    #[napi]
+    pub fn release(&self) {
+        self.dispatcher.release();
+    }
+
     /// `[run, settle]`, the two calls every batch makes, as functions bound to this engine:
     /// `run(id, calls, options)` as the method `run` without a cancel switch, and
     /// `settle(settled)`, which delivers the results of JS handlers as `[[token, kind,

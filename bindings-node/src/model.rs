@@ -292,6 +292,15 @@ impl JsModel {
         }
     }
 
+    /// Lets go of a function model's JS wrapper once the app no longer holds the model (as
+    /// `NativeEngine.release` does for an engine); nothing for other models.
+    #[napi]
+    pub fn release(&self) {
+        if let Kind::Function { dispatcher, .. } = &self.kind {
+            dispatcher.release();
+        }
+    }
+
     /// Delivers the settlements of the function model's JS wrapper; returns what its
     /// dispatcher must do next (a drained queue), or null.
     #[napi]
