@@ -294,6 +294,7 @@ export class Engine {
     const [cancel, unlink] = linkSignal(signal)
     const start = cancel === null ? (id) => this.#run(id, text, opts) : (id) => this.#native.run(id, text, opts, cancel)
     try {
+      // Awaited in this frame, which holds the engine while the batch runs (see `unheld`).
       return await this.#dispatcher.runBatch(start)
     } finally {
       unlink()
