@@ -31,7 +31,15 @@ async function serve(reply, chunk = 64) {
     })
   })
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return { url: `http://127.0.0.1:${server.address().port}`, requests, close: () => new Promise((resolve) => server.close(resolve)) }
+  // Closing ends every connection: a model client done with a stream before this server
+  // finished writing it keeps the connection, which then held `close` for the client's idle
+  // timeout (90 s in some runs).
+  const close = () =>
+    new Promise((resolve) => {
+      server.close(resolve)
+      server.closeAllConnections()
+    })
+  return { url: `http://127.0.0.1:${server.address().port}`, requests, close }
 }
 
 const request = { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }
