@@ -4,7 +4,7 @@
 // (`for await`) for their events.
 import native from '../index.js'
 import { Dispatcher } from './dispatch.mjs'
-import { appFunction, nativeEngine, pinUntil } from './engine.mjs'
+import { appFunction, nativeEngine, pinUntil, releaseWhenCollected } from './engine.mjs'
 import { ToolError } from './errors.mjs'
 import { callResults } from './providers.mjs'
 /** @import { AgentOptions, AgentRunOptions, BreakerStatus, Message, ModelErrorKind, ModelFunction, ModelRequest, ResultInput, RunCounters, RunStatus, TurnInput } from './types.mjs' */
@@ -49,13 +49,6 @@ function failureOf(e) {
 
 const wrap = Symbol('tooljig.model')
 
-/**
- * A function model the app no longer holds lets go of its JS wrapper (`NativeModel.release`),
- * as an engine does (`engine.mjs`): agents and fallback chains hold the models they use, and
- * an agent is pinned while it runs.
- */
-const unheldModels = new FinalizationRegistry((native) => native.release())
-
 /** A model the agent can call. Build one with `Model.fromFunction`, `HttpModel`, `FallbackChain` or `ScriptedModel`. */
 export class Model {
   #native
@@ -96,7 +89,9 @@ export class Model {
       }
     })
     const model = new Model(wrap, nativeModel)
-    unheldModels.register(model, nativeModel)
+    // Let go of its JS wrapper once the app no longer holds it, as an engine does: agents and
+    // fallback chains hold the models they use, and an agent is pinned while it runs.
+    releaseWhenCollected(model, nativeModel)
     return model
   }
 

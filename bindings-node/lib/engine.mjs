@@ -29,6 +29,15 @@ function splitOptions(options) {
  */
 const unheld = new FinalizationRegistry((native) => native.release())
 
+/**
+ * Calls `native.release()` once `owner` (an engine, a model in JavaScript) is collected.
+ * @param {object} owner
+ * @param {{release(): void}} native
+ */
+export function releaseWhenCollected(owner, native) {
+  unheld.register(owner, native)
+}
+
 /** Pins of work in flight: `[holder]` each, dropped as it ends (`pinUntil`). */
 const pins = new Set()
 
@@ -117,7 +126,7 @@ export class Engine {
     this.#native = new NativeEngine(this.#dispatcher.dispatch, native)
     this.#dispatcher.native = this.#native
     ;[this.#run, this.#dispatcher.deliver] = this.#native.driver()
-    unheld.register(this, this.#native)
+    releaseWhenCollected(this, this.#native)
   }
 
   /**

@@ -140,6 +140,15 @@ impl Shared {
         SERVING.get() == self as *const Shared as usize
     }
 
+    /// Drops what is queued for JS and fails every waiting call: nobody will run them.
+    fn abandon(&self) {
+        let mut q = lock(&self.queue);
+        q.calls.clear();
+        q.wake_in_flight = false;
+        drop(q);
+        self.fail_all(GONE);
+    }
+
     /// Ends every waiting call with an unexpected failure, saying why; how many there were.
     fn fail_all(&self, why: &str) -> usize {
         let senders: Vec<_> = lock(&self.pending).drain().map(|(_, s)| s).collect();
@@ -192,8 +201,7 @@ impl Dispatcher {
     pub fn release(&self) {
         let wake = lock(&self.wake).take();
         drop(wake);
-        lock(&self.shared.queue).calls.clear();
-        self.shared.fail_all(GONE);
+        self.shared.abandon();
     }
 
     /// Starts batch `id` (the JS layer's number) on the JS thread: polls it once and returns
@@ -372,11 +380,7 @@ impl Dispatcher {
         };
         if status != Status::Ok {
             // Node is exiting (or the engine was released): nobody will run these calls.
-            let mut q = lock(&self.shared.queue);
-            q.calls.clear();
-            q.wake_in_flight = false;
-            drop(q);
-            self.shared.fail_all(GONE);
+            self.shared.abandon();
         }
     }
 
