@@ -35,11 +35,6 @@ export class Dispatcher {
     batches: Map<any, any>;
     /** The last batch id handed out. */
     lastBatch: number;
-    /**
-     * Keeps Node running while a batch waits on native work alone (a timer, a store, a call on
-     * another thread): referenced only while some batch is running.
-     */
-    keepAlive: any;
     /** Adds a handler and returns its index (what the native engine calls it by). */
     add(entry: any): any;
     /** Frees an entry nothing native calls any more (an agent's selector, once the agent is gone). */

@@ -136,6 +136,25 @@ function settleRows(batch, result) {
   }
 }
 
+/**
+ * Keeps Node running while some batch waits on native work alone (a timer, a store, a call on
+ * another thread): one interval for the process, referenced only while a batch of any engine
+ * runs. It is made here, outside any engine, because a timer keeps its callback, and a
+ * callback made in an engine's method would keep that engine (and all it holds) forever.
+ */
+const keepAlive = {
+  /** @type {ReturnType<typeof setInterval> | null} */
+  timer: null,
+  /** Batches running, over every engine. */
+  running: 0,
+  started() {
+    if (this.running++ === 0) (this.timer ??= setInterval(Object, 2 ** 30)).ref()
+  },
+  ended() {
+    if (--this.running === 0) this.timer?.unref()
+  },
+}
+
 /** The JS side of one native engine: the handler table and the calls in flight. */
 export class Dispatcher {
   /** @type {{name: string, execute: Function, parse: Function | null}[]} */
@@ -170,11 +189,6 @@ export class Dispatcher {
   batches = new Map()
   /** The last batch id handed out. */
   lastBatch = 0
-  /**
-   * Keeps Node running while a batch waits on native work alone (a timer, a store, a call on
-   * another thread): referenced only while some batch is running.
-   */
-  keepAlive = null
 
   /** Adds a handler and returns its index (what the native engine calls it by). */
   add(entry) {
@@ -202,7 +216,7 @@ export class Dispatcher {
    */
   runBatch(start) {
     const id = (this.lastBatch = (this.lastBatch + 1) >>> 0)
-    const result = new Promise((resolve, reject) => this.batches.set(id, { resolve, reject }))
+    const result = new Promise((resolve, reject) => this.batches.set(id, { resolve, reject, waits: false }))
     let text
     try {
       text = start(id)
@@ -211,9 +225,10 @@ export class Dispatcher {
       throw e
     }
     if (text) this.dispatch(text)
-    if (this.batches.has(id)) {
-      this.keepAlive ??= setInterval(() => {}, 2 ** 30).unref()
-      this.keepAlive.ref()
+    const waiting = this.batches.get(id)
+    if (waiting) {
+      waiting.waits = true
+      keepAlive.started()
     }
     return result
   }
@@ -236,10 +251,10 @@ export class Dispatcher {
           const batch = this.batches.get(id)
           if (!batch) continue
           this.batches.delete(id)
+          if (batch.waits) keepAlive.ended()
           if (!ok) batch.reject(new Error(result))
           else settleRows(batch, result)
         }
-        if (this.batches.size === 0) this.keepAlive?.unref()
       }
       if (aborts) {
         for (const token of aborts) {
