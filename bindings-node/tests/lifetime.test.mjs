@@ -35,3 +35,10 @@ test('models in JavaScript let go of are freed', { timeout: 120_000 }, () => {
   const grown = run('models')
   assert.ok(grown < 15, `the process grew by ${grown} MB over 9,000 models let go of`)
 })
+
+test('an MCP server’s tools live as long as their engine', { timeout: 120_000, skip: process.platform !== 'linux' && 'finds the server’s process in /proc' }, () => {
+  const out = run('mcp')
+  assert.deepEqual(out.held, { ok: true, data: { product: 42 } }, 'the tools work with the client’s handle let go of')
+  assert.equal(out.running, 1, 'the server was started as a child')
+  assert.equal(out.left, 0, 'it is stopped once the engine is collected')
+})

@@ -4,7 +4,10 @@ runs its server's tools under the engine's policy."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -180,6 +183,39 @@ def test_the_example_serves_and_calls_both_ways() -> None:
     ada, bob = r.stdout.splitlines()
     assert ada.startswith("ada-token ['remote_add', 'remote_find_customer']") and '"found_by": "ada"' in ada
     assert bob == "bob-token ['remote_add'] [{\"ok\": true, \"data\": {\"sum\": 5}}]"
+
+
+def children_running(name: str) -> list[str]:
+    """Pids of this process's children whose command line names `name` (Linux: /proc)."""
+    me = str(os.getpid())
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[-1].split()[1] == me and name.encode() in cmdline:
+            found.append(pid)
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="finds the server's process in /proc")
+async def test_an_mcp_servers_tools_live_as_long_as_their_engine() -> None:
+    engine = tooljig.Engine()
+    # The client's handle is not kept.
+    await engine.connect_mcp([sys.executable, str(HERE / "support" / "mcp_py_server.py")], prefix="py_")
+    gc.collect()
+    out = await engine.run([{"tool": "py_multiply", "arguments": {"a": 6, "b": 7}}])
+    assert out[0].envelope["ok"] is True, out[0].envelope
+    assert len(children_running("mcp_py_server.py")) == 1, "the server was started as a child"
+    del engine, out
+    gc.collect()
+    for _ in range(250):
+        if not children_running("mcp_py_server.py"):
+            break
+        await asyncio.sleep(0.02)
+    assert children_running("mcp_py_server.py") == [], "it is stopped once the engine is gone"
 
 
 async def test_a_python_engine_served_over_stdio_is_reached_by_tooljigs_client() -> None:

@@ -133,3 +133,52 @@ async fn a_server_that_sends_garbage_or_nothing_fails_to_connect_in_time() {
     }
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registered_tools_keep_their_server_until_the_engine_is_dropped() {
+    // Started under a name of its own, so the test above, which kills every `mcp_server`
+    // child, leaves this one alone.
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("held_server");
+    std::os::unix::fs::symlink(example_server(), &program).unwrap();
+    let target = McpTarget::Command {
+        command: vec![program.display().to_string()],
+        env: BTreeMap::new(),
+        cwd: None,
+    };
+    let local = Arc::new(Engine::new());
+    let client = McpClient::connect(target, McpClientOptions::default())
+        .await
+        .unwrap();
+    client.register(&local).await.unwrap();
+    drop(client);
+    let out = local
+        .run(
+            vec![Call::new("1", "add", json!({"a": 2, "b": 3}))],
+            Caller::default(),
+            BatchOptions::default(),
+        )
+        .await;
+    assert_eq!(
+        out.results[0].envelope.data(),
+        Some(&json!({"sum": 5})),
+        "the engine's tools hold their connection: {:?}",
+        out.results[0].envelope
+    );
+    assert_eq!(children_named("held_server").len(), 1);
+
+    drop(local);
+    let mut left = children_named("held_server");
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        left = children_named("held_server");
+    }
+    assert!(
+        left.is_empty(),
+        "with no engine and no handle, the command is stopped"
+    );
+}

@@ -208,7 +208,7 @@ impl McpClient {
         for (spec, remote) in specs {
             let name = spec.name.clone();
             let handler = Forward {
-                client: Arc::downgrade(self),
+                client: self.clone(),
                 remote,
             };
             if let Err(e) = engine.register(Tool::new(spec, Arc::new(handler))) {
@@ -315,24 +315,20 @@ fn http_config(
     Ok(config)
 }
 
-/// Forwards a call to the server's tool.
+/// Forwards a call to the server's tool. It holds the client, so the connection lasts as long
+/// as an engine has its tools, whether or not the app kept the client: an app that registers a
+/// server's tools and lets go of the handle still has working tools, and the connection (a
+/// started command with it) closes once no engine has them and the app holds no handle.
 struct Forward {
-    client: Weak<McpClient>,
+    client: Arc<McpClient>,
     remote: String,
 }
 
 impl Handler for Forward {
     fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
-        let client = self.client.upgrade();
+        let client = self.client.clone();
         let remote = self.remote.clone();
-        Box::pin(async move {
-            match client {
-                Some(client) => client.call(&remote, args, &ctx).await,
-                None => Err(HandlerError::Tool(unavailable(
-                    "the MCP client was dropped",
-                ))),
-            }
-        })
+        Box::pin(async move { client.call(&remote, args, &ctx).await })
     }
 }
 
