@@ -394,6 +394,8 @@ impl BatchHost {
         let settle = TaskSettle {
             slot: slot.clone(),
             host: self.clone(),
+            awaitable: obj.clone().unbind(),
+            called: AtomicBool::new(false),
         };
         let settle = Bound::new(py, settle)?.into_any();
         let task = match self.tasks.start(obj, settle, &self.locals.context(py)) {
@@ -578,11 +580,16 @@ impl Drain {
 struct TaskSettle {
     slot: Arc<TaskSlot>,
     host: Arc<BatchHost>,
+    /// What the guard awaits: closed if the guard never ran (see `Drop`).
+    awaitable: Py<PyAny>,
+    /// Whether the guard ran and called this.
+    called: AtomicBool,
 }
 
 #[pymethods]
 impl TaskSettle {
     fn __call__(&self, py: Python<'_>, value: &Bound<'_, PyAny>, error: Option<&Bound<'_, PyAny>>) {
+        self.called.store(true, Ordering::Relaxed);
         let result = match error {
             None => outcome::from_value(value),
             Some(e) if e.is_instance_of::<pyo3::exceptions::asyncio::CancelledError>() => {
@@ -599,8 +606,17 @@ impl TaskSettle {
 
 impl Drop for TaskSettle {
     /// Unused: the task was cancelled before its first step (or dropped unrun), so the guard
-    /// never ran. The call must not wait for it for ever.
+    /// never ran. The call must not wait for it for ever, and the handler's coroutine, which
+    /// nothing will run now, is closed rather than left to warn that it was never awaited.
     fn drop(&mut self) {
+        if !*self.called.get_mut() {
+            // Dropped by Python's collector, so attached already.
+            Python::attach(|py| {
+                if let Err(e) = task::close_unstarted(self.awaitable.bind(py)) {
+                    e.write_unraisable(py, None);
+                }
+            });
+        }
         if !self.slot.is_finished() {
             self.slot.finish(Err(cancelled(
                 "the tool's task was cancelled before it started",

@@ -91,6 +91,23 @@ fn eager_python(py: Python<'_>) -> bool {
     *EAGER.get_or_init(|| py.version_info() >= (3, 12))
 }
 
+/// Closes `awaitable` when it is a coroutine nothing started: one left to the collector unrun
+/// makes Python warn that it was never awaited (an error under `-W error`), for a call that
+/// only ended before its task's first step (a timeout, a cancellation).
+pub(crate) fn close_unstarted(awaitable: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = awaitable.py();
+    if !awaitable.is_instance(coroutine_type(py)?)? {
+        return Ok(());
+    }
+    let state = py
+        .import(intern!(py, "inspect"))?
+        .call_method1(intern!(py, "getcoroutinestate"), (awaitable,))?;
+    if state.eq(intern!(py, "CORO_CREATED"))? {
+        awaitable.call_method0(intern!(py, "close"))?;
+    }
+    Ok(())
+}
+
 /// Whether `obj` is awaited as a task: a coroutine, or anything with `__await__`.
 pub(crate) fn is_awaitable(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(obj.is_instance(coroutine_type(obj.py())?)?
@@ -119,7 +136,7 @@ pub(crate) fn asyncio(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 /// - `KeyboardInterrupt`, raised again: it is the user's Ctrl-C.
 ///
 /// A task cancelled before its first step never runs this; its `settle` is dropped unused
-/// and settles the call then (`TaskSettle`'s `Drop`).
+/// and settles the call then, closing the awaitable unrun (`TaskSettle`'s `Drop`).
 fn exit_guard(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static GUARD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     GUARD

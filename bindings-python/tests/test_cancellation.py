@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import signal
 import time
-from collections.abc import Coroutine
+import warnings
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 import pytest
@@ -301,8 +304,21 @@ async def test_a_handler_task_cancelled_by_another_handler_ends_its_call(
     assert out.get("v").error_code == "cancelled"
 
 
-# The handler's coroutine is made, then never awaited: Python says so.
-@pytest.mark.filterwarnings("ignore:coroutine .*doomed' was never awaited:RuntimeWarning")
+@contextlib.asynccontextmanager
+async def no_coroutine_left_unawaited() -> AsyncIterator[None]:
+    """Fails when a coroutine is collected never awaited (Python warns of it, an error under
+    ``-W error``), letting cancelled tasks take their last step and collecting what is left
+    before it looks."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+        for _ in range(5):
+            await asyncio.sleep(0)
+        gc.collect()
+    unawaited = [str(w.message) for w in caught if "was never awaited" in str(w.message)]
+    assert unawaited == []
+
+
 async def test_a_handler_task_cancelled_before_its_first_step_ends_its_call(
     engine: tooljig.Engine,
 ) -> None:
@@ -332,7 +348,8 @@ async def test_a_handler_task_cancelled_before_its_first_step_ends_its_call(
     loop.set_task_factory(factory)
     try:
         calls = [{"id": "d", "tool": "doomed"}, {"id": "s", "tool": "spared"}]
-        out = await asyncio.wait_for(engine.run(calls), 5)
+        async with no_coroutine_left_unawaited():
+            out = await asyncio.wait_for(engine.run(calls), 5)
     finally:
         loop.set_task_factory(None)
     assert out.get("s").envelope == {"ok": True, "data": "ran"}
@@ -341,6 +358,27 @@ async def test_a_handler_task_cancelled_before_its_first_step_ends_its_call(
         "the tool's task was cancelled before it started"
     )
     assert ran == []
+
+
+async def test_a_call_timed_out_before_its_task_ran_leaves_no_coroutine_unawaited(
+    engine: tooljig.Engine,
+) -> None:
+    # The handler's task is made, then the loop is held by a handler on it past the other's
+    # timeout, so that task is cancelled before its first step (on 3.11, where tasks do not
+    # start eagerly): its coroutine is closed, not left for Python to warn about.
+    @engine.tool(timeout_ms=5)
+    async def hang() -> None:
+        await asyncio.sleep(30)
+
+    @engine.tool(sync_to_thread=False)
+    def hold_the_loop() -> str:
+        time.sleep(0.1)
+        return "held"
+
+    async with no_coroutine_left_unawaited():
+        out = await engine.run([{"id": "h", "tool": "hang"}, {"id": "l", "tool": "hold_the_loop"}])
+    assert out.get("h").error_code == "timeout"
+    assert out.get("l").envelope == {"ok": True, "data": "held"}
 
 
 async def test_a_handler_that_raises_leaves_asyncio_nothing_to_report(
