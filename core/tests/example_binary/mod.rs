@@ -7,9 +7,14 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Mutex;
 
 /// The runnable binary of example `name`, built now when missing.
 pub fn path(name: &str) -> PathBuf {
+    // One build at a time: tests of one binary run in parallel, and a second `cargo build`
+    // of the same example, started while the first still builds, failed in CI.
+    static BUILDING: Mutex<()> = Mutex::new(());
+    let _one = BUILDING.lock().unwrap_or_else(|p| p.into_inner());
     let dir = std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.join("examples")))
