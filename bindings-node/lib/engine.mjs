@@ -572,6 +572,8 @@ export class Engine {
    * Connects to an MCP server (a Streamable HTTP URL, or a command speaking stdio) and
    * registers its tools into this engine, each as `prefix + name` under `policy`, so every
    * guardrail applies. Calls that cannot reach the server end `unavailable` (retryable).
+   * The tools hold the connection: the returned client is needed only to reconnect or close
+   * it; once neither it nor this engine is left, the connection closes (a command is stopped).
    * @param {string | string[] | {url: string, headers?: Record<string, string>} | {command: string[], env?: Record<string, string>, cwd?: string}} server
    * @param {import('./mcp.mjs').McpClientOptions} [options]
    * @returns {Promise<McpClient>}

@@ -177,7 +177,9 @@ class McpEndpoints:
         registered as ``prefix + name`` with ``policy`` (or its own in ``tools``), so every
         guardrail applies; ``trusted=True`` takes the server's annotations as the policy's
         defaults. Calls that cannot reach the server end ``unavailable`` (retryable).
-        Connecting gives up after ``connect_timeout_ms`` (10 s).
+        Connecting gives up after ``connect_timeout_ms`` (10 s). The tools hold the
+        connection: the returned client is needed only to reconnect or close it; once neither
+        it nor an engine with the tools is left, the connection closes (a command is stopped).
         """
         if isinstance(server, str):
             target: dict[str, Any] = {"url": server, "headers": dict(headers or {})}

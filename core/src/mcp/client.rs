@@ -67,7 +67,9 @@ impl McpTarget {
 
 type Running = RunningService<RoleClient, Listener>;
 
-/// A connection to one MCP server, whose tools engines can run.
+/// A connection to one MCP server, whose tools engines can run. The tools it registers hold
+/// it, so the app need not: the connection closes (a started command is stopped) on
+/// [`McpClient::close`], or once no engine has its tools and the app holds no `Arc` of it.
 pub struct McpClient {
     target: McpTarget,
     options: McpClientOptions,
