@@ -42,8 +42,9 @@ export class Model {
     /**
      * @param {symbol} token
      * @param {any} nativeModel
+     * @param {object | null} [held]
      */
-    constructor(token: symbol, nativeModel: any);
+    constructor(token: symbol, nativeModel: any, held?: object | null);
     /**
      * The model's name.
      * @returns {string}

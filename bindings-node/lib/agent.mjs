@@ -3,7 +3,7 @@
 // the conversation state, and `Agent`, whose runs are awaited for their outcome and iterated
 // (`for await`) for their events.
 import native from '../index.js'
-import { Dispatcher } from './dispatch.mjs'
+import { Dispatcher, wakeOf } from './dispatch.mjs'
 import { appFunction, nativeEngine, pinUntil, releaseWhenCollected } from './engine.mjs'
 import { ToolError } from './errors.mjs'
 import { callResults } from './providers.mjs'
@@ -52,14 +52,18 @@ const wrap = Symbol('tooljig.model')
 /** A model the agent can call. Build one with `Model.fromFunction`, `HttpModel`, `FallbackChain` or `ScriptedModel`. */
 export class Model {
   #native
+  /** What the model keeps alive with it: the dispatcher of a model in JavaScript. */
+  #held
 
   /**
    * @param {symbol} token
    * @param {any} nativeModel
+   * @param {object | null} [held]
    */
-  constructor(token, nativeModel) {
+  constructor(token, nativeModel, held = null) {
     if (token !== wrap) throw new TypeError('use Model.fromFunction, HttpModel.*, new FallbackChain or new ScriptedModel')
     this.#native = nativeModel
+    this.#held = held
   }
 
   /**
@@ -77,7 +81,7 @@ export class Model {
   static fromFunction(fn, { name } = {}) {
     if (typeof fn !== 'function') throw new TypeError('a model must be a function (request, emit) => turn')
     const dispatcher = new Dispatcher()
-    const nativeModel = NativeModel.fromFunction(name ?? (fn.name || 'function'), dispatcher.dispatch)
+    const nativeModel = NativeModel.fromFunction(name ?? (fn.name || 'function'), wakeOf(dispatcher))
     dispatcher.native = nativeModel
     dispatcher.resolvers.push(async ({ request, stream }) => {
       const emit = (...events) => (stream === null ? false : nativeModel.emit(stream, JSON.stringify(events.flat())))
@@ -88,7 +92,7 @@ export class Model {
         return { error: failureOf(e) }
       }
     })
-    const model = new Model(wrap, nativeModel)
+    const model = new Model(wrap, nativeModel, dispatcher)
     // Let go of its JS wrapper once the app no longer holds it, as an engine does: agents and
     // fallback chains hold the models they use, and an agent is pinned while it runs.
     releaseWhenCollected(model, nativeModel)
@@ -109,8 +113,11 @@ export class Model {
    * @returns {Promise<ModelTurnData>}
    */
   async respond(request) {
+    const answer = this.#native.respond(request)
+    // A model in JavaScript answers through its dispatcher, which only the model holds.
+    pinUntil(this, answer)
     try {
-      return JSON.parse(await this.#native.respond(request))
+      return JSON.parse(await answer)
     } catch (e) {
       const m = typeof e?.message === 'string' ? e.message : ''
       if (!m.startsWith('ModelError: ')) throw e

@@ -137,22 +137,45 @@ function settleRows(batch, result) {
 }
 
 /**
- * Keeps Node running while some batch waits on native work alone (a timer, a store, a call on
- * another thread): one interval for the process, referenced only while a batch of any engine
- * runs. It is made here, outside any engine, because a timer keeps its callback, and a
- * callback made in an engine's method would keep that engine (and all it holds) forever.
+ * Batches that wait on native work (a handler's promise, a timer, a store, a call on another
+ * thread): their owners (the engines) are held here until they end, since nothing else is
+ * sure to (see `wakeOf`), and Node is kept running meanwhile by one interval for the process,
+ * referenced only while some batch waits. The interval is made here, outside any engine,
+ * because a timer keeps its callback, and a callback made in an engine's method would keep
+ * that engine (and all it holds) forever.
  */
-const keepAlive = {
+const waiting = {
   /** @type {ReturnType<typeof setInterval> | null} */
   timer: null,
-  /** Batches running, over every engine. */
-  running: 0,
-  started() {
-    if (this.running++ === 0) (this.timer ??= setInterval(Object, 2 ** 30)).ref()
+  /** Owners with batches waiting, and how many each. @type {Map<object, number>} */
+  owners: new Map(),
+  /** @param {object} owner */
+  started(owner) {
+    this.owners.set(owner, (this.owners.get(owner) ?? 0) + 1)
+    if (this.owners.size === 1) (this.timer ??= setInterval(Object, 2 ** 30)).ref()
   },
-  ended() {
-    if (--this.running === 0) this.timer?.unref()
+  /** @param {object} owner */
+  ended(owner) {
+    const left = (this.owners.get(owner) ?? 1) - 1
+    if (left > 0) return this.owners.set(owner, left)
+    this.owners.delete(owner)
+    if (this.owners.size === 0) this.timer?.unref()
   },
+}
+
+/**
+ * The function the native side wakes `dispatcher` through. A threadsafe function keeps what
+ * it calls as a GC root, so this reaches the dispatcher only weakly: its owner (an engine, a
+ * model in JavaScript) holds it, and a handler that holds its own engine (a tool that runs
+ * other tools) then makes a cycle the collector can free, rather than one held from a root
+ * for good. Work in flight holds the owner (`waiting` below, `pinUntil`), and a collected owner has its
+ * native half released (`releaseWhenCollected`), so nothing wakes a dispatcher that is gone.
+ * @param {Dispatcher} dispatcher
+ * @returns {(text: string) => void}
+ */
+export function wakeOf(dispatcher) {
+  const weak = new WeakRef(dispatcher)
+  return (text) => weak.deref()?.dispatch(text)
 }
 
 /** The JS side of one native engine: the handler table and the calls in flight. */
@@ -210,13 +233,14 @@ export class Dispatcher {
   /**
    * Runs a batch the native engine drives on this thread: `start(id)` starts it and returns
    * what to do now (a drained queue, or null). Resolves with the batch's result (sent as
-   * rows, see `rows.mjs`).
+   * rows, see `rows.mjs`); `owner` (the engine, or this dispatcher) is held until then.
    * @param {(id: number) => string | null} start
+   * @param {object} [owner]
    * @returns {Promise<any>}
    */
-  runBatch(start) {
+  runBatch(start, owner = this) {
     const id = (this.lastBatch = (this.lastBatch + 1) >>> 0)
-    const result = new Promise((resolve, reject) => this.batches.set(id, { resolve, reject, waits: false }))
+    const result = new Promise((resolve, reject) => this.batches.set(id, { resolve, reject, owner: null }))
     let text
     try {
       text = start(id)
@@ -225,10 +249,10 @@ export class Dispatcher {
       throw e
     }
     if (text) this.dispatch(text)
-    const waiting = this.batches.get(id)
-    if (waiting) {
-      waiting.waits = true
-      keepAlive.started()
+    const batch = this.batches.get(id)
+    if (batch) {
+      batch.owner = owner
+      waiting.started(owner)
     }
     return result
   }
@@ -251,7 +275,7 @@ export class Dispatcher {
           const batch = this.batches.get(id)
           if (!batch) continue
           this.batches.delete(id)
-          if (batch.waits) keepAlive.ended()
+          if (batch.owner) waiting.ended(batch.owner)
           if (!ok) batch.reject(new Error(result))
           else settleRows(batch, result)
         }

@@ -2,7 +2,7 @@
 import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { callsText } from './calls.mjs'
-import { Dispatcher } from './dispatch.mjs'
+import { Dispatcher, wakeOf } from './dispatch.mjs'
 import { RegistrationError, ToolError } from './errors.mjs'
 import { NativeEngine } from './native.mjs'
 import { clampMs, linkSignal, outcomeText, settled } from './native-calls.mjs'
@@ -21,11 +21,11 @@ function splitOptions(options) {
 }
 
 /**
- * The native half of an engine the app no longer holds is released (`NativeEngine.release`).
- * Rust wakes JS through a threadsafe function, which holds the JS dispatcher strongly, and the
- * dispatcher holds the native engine: without this, no engine was ever freed (about 360 KB
- * each). A batch in flight keeps its engine held (its `run` awaits it); work that can outlive
- * the app's hold on the engine pins it while it runs (`pinUntil`).
+ * The native half of an engine the app no longer holds is released (`NativeEngine.release`):
+ * it drops the threadsafe function Rust wakes JS through (a GC root, though it reaches the
+ * dispatcher only weakly, `wakeOf`) and fails what still waits. So work in flight holds its
+ * engine until it ends: a batch that waits (`runBatch`), and everything else that may call
+ * the app's functions (`pinUntil`: streams, servers, agent runs, resumes, decisions, ...).
  */
 const unheld = new FinalizationRegistry((native) => native.release())
 
@@ -123,7 +123,7 @@ export class Engine {
         this.#dispatcher.resolvers.push(fn)
       }
     }
-    this.#native = new NativeEngine(this.#dispatcher.dispatch, native)
+    this.#native = new NativeEngine(wakeOf(this.#dispatcher), native)
     this.#dispatcher.native = this.#native
     ;[this.#run, this.#dispatcher.deliver] = this.#native.driver()
     releaseWhenCollected(this, this.#native)
@@ -303,11 +303,23 @@ export class Engine {
     const [cancel, unlink] = linkSignal(signal)
     const start = cancel === null ? (id) => this.#run(id, text, opts) : (id) => this.#native.run(id, text, opts, cancel)
     try {
-      // Awaited in this frame, which holds the engine while the batch runs (see `unheld`).
-      return await this.#dispatcher.runBatch(start)
+      return await this.#dispatcher.runBatch(start, this)
     } finally {
       unlink()
     }
+  }
+
+  /**
+   * `pending`, with this engine held until it settles: native work that may call the app's
+   * functions (handlers, hooks, compensations) needs the dispatcher, which only the engine
+   * holds (see `wakeOf`).
+   * @template T
+   * @param {Promise<T>} pending
+   * @returns {Promise<T>}
+   */
+  #held(pending) {
+    pinUntil(this, pending)
+    return pending
   }
 
   /**
@@ -367,7 +379,7 @@ export class Engine {
    * @returns {Promise<ApprovalRecord>}
    */
   async decide(approvalId, decision, approver) {
-    return settled(await this.#native.decide(String(approvalId), decision, approver ?? {}))
+    return settled(await this.#held(this.#native.decide(String(approvalId), decision, approver ?? {})))
   }
 
   /**
@@ -470,7 +482,7 @@ export class Engine {
    * @returns {Promise<Envelope>}
    */
   async submitResult(runId, callId, outcome, caller = undefined) {
-    return settled(await this.#native.submitResult(String(runId), String(callId), outcomeText(outcome), caller ?? null))
+    return settled(await this.#held(this.#native.submitResult(String(runId), String(callId), outcomeText(outcome), caller ?? null)))
   }
 
   /**
@@ -483,7 +495,7 @@ export class Engine {
    * @returns {Promise<JobStatus>}
    */
   async completeJob(job, outcome) {
-    return settled(await this.#native.completeJob(String(job), outcomeText(outcome)))
+    return settled(await this.#held(this.#native.completeJob(String(job), outcomeText(outcome))))
   }
 
   /**
@@ -565,7 +577,7 @@ export class Engine {
    * @returns {Promise<void>}
    */
   async serveMcpStdio(options = undefined) {
-    settled(await this.#native.serveMcpStdio(options ?? null))
+    settled(await this.#held(this.#native.serveMcpStdio(options ?? null)))
   }
 
   /**
@@ -591,7 +603,7 @@ export class Engine {
    * @returns {Promise<BatchResult>}
    */
   async resume(runId) {
-    return settled(await this.#native.resume(String(runId)))
+    return settled(await this.#held(this.#native.resume(String(runId))))
   }
 
   /**
@@ -614,7 +626,7 @@ export class Engine {
    * @returns {Promise<boolean>}
    */
   async cancelRun(runId, reason = undefined) {
-    return settled(await this.#native.cancelRun(String(runId), reason ?? null))
+    return settled(await this.#held(this.#native.cancelRun(String(runId), reason ?? null)))
   }
 
   /**
@@ -628,7 +640,7 @@ export class Engine {
    * @returns {Promise<boolean>}
    */
   async waitForDecisions(runId, { timeoutMs = 60_000 } = {}) {
-    return settled(await this.#native.waitForDecisions(String(runId), clampMs(timeoutMs)))
+    return settled(await this.#held(this.#native.waitForDecisions(String(runId), clampMs(timeoutMs))))
   }
 
   /**
@@ -638,7 +650,7 @@ export class Engine {
    * @returns {Promise<RollbackReport>}
    */
   async rollback(runId, callId = undefined) {
-    return settled(await this.#native.rollback(String(runId), callId ?? null))
+    return settled(await this.#held(this.#native.rollback(String(runId), callId ?? null)))
   }
 
   /**
@@ -671,7 +683,7 @@ export class Engine {
   async serveOperatorRequest({ worker = `${hostname()}:${process.pid}`, timeoutMs = 60_000, signal } = {}) {
     const [cancel, unlink] = linkSignal(signal)
     try {
-      return settled(await this.#native.serveOperatorRequest(String(worker), clampMs(timeoutMs), cancel))
+      return settled(await this.#held(this.#native.serveOperatorRequest(String(worker), clampMs(timeoutMs), cancel)))
     } finally {
       unlink()
     }
@@ -686,7 +698,7 @@ export class Engine {
    * @returns {Promise<OperatorRequest>}
    */
   async askOperator(action, runId, { callId, askedBy } = {}) {
-    return settled(await this.#native.askOperator(String(action), String(runId), callId ?? null, askedBy ?? null))
+    return settled(await this.#held(this.#native.askOperator(String(action), String(runId), callId ?? null, askedBy ?? null)))
   }
 
   /**
