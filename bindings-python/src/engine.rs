@@ -13,6 +13,7 @@ use crate::seams::{PyApprovalPredicate, PyPolicyHook, PyResolver};
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use pyo3::{PyTraverseError, PyVisit};
 use pyo3_async_runtimes::TaskLocals;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -233,6 +234,12 @@ impl PyEngine {
         let kind = if is_async { Kind::Async } else { Kind::Sync };
         self.inner
             .compensate_with(tool, Arc::new(PyHandler::new(invoke, kind)));
+    }
+
+    /// Reports to Python's cycle collector the app's callables this engine alone holds
+    /// (`collect.rs`), so an engine whose handler holds it is freed.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        crate::collect::traverse(&self.inner, &visit)
     }
 
     /// The enabled flags in force, as a dict.

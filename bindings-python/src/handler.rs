@@ -52,6 +52,11 @@ impl PyHandler {
             kind,
         }
     }
+
+    /// The callable it calls.
+    pub fn callable(&self) -> &Arc<Py<PyAny>> {
+        &self.invoke
+    }
 }
 
 impl Handler for PyHandler {

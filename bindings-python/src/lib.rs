@@ -14,6 +14,7 @@ pub mod agent;
 pub mod batch;
 pub mod caller;
 pub mod calls;
+pub mod collect;
 pub mod context;
 pub mod convert;
 pub mod driven;

@@ -53,6 +53,11 @@ impl PyPolicyHook {
     pub fn new(invoke: Py<PyAny>, is_async: bool) -> Self {
         PyPolicyHook(PyCallable::new(invoke, is_async))
     }
+
+    /// The callable it calls.
+    pub fn callable(&self) -> &Arc<Py<PyAny>> {
+        &self.0.invoke
+    }
 }
 
 impl PolicyHook for PyPolicyHook {
@@ -81,6 +86,11 @@ impl PyResolver {
     /// The resolver over the package's wrapper of the app's callable.
     pub fn new(invoke: Py<PyAny>, is_async: bool) -> Self {
         PyResolver(PyCallable::new(invoke, is_async))
+    }
+
+    /// The callable it calls.
+    pub fn callable(&self) -> &Arc<Py<PyAny>> {
+        &self.0.invoke
     }
 }
 
@@ -120,6 +130,11 @@ impl PyApprovalPredicate {
             invoke: Arc::new(invoke),
             kind: if is_async { Kind::Async } else { Kind::Sync },
         }
+    }
+
+    /// The callable it calls.
+    pub fn callable(&self) -> &Arc<Py<PyAny>> {
+        &self.invoke
     }
 }
 

@@ -6,6 +6,7 @@ use crate::error_code::ErrorCode;
 use crate::violation::Violation;
 use futures::{Stream, StreamExt};
 use serde_json::Value;
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,7 +27,9 @@ pub use crate::batch::HostData;
 
 /// Runs one attempt of one call. Implemented by Rust closures ([`handler_fn`]) and by the
 /// Python and Node bindings over their callables.
-pub trait Handler: Send + Sync + 'static {
+/// `Any`, so that a binding finds its own among an engine's parts
+/// ([`Engine::visit_sole_parts`](crate::Engine::visit_sole_parts)).
+pub trait Handler: Any + Send + Sync {
     /// Runs the tool with validated arguments. The future may be dropped (timeout,
     /// cancellation); `ctx.cancel` fires first so foreign handlers can stop too.
     fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult>;

@@ -203,6 +203,23 @@ impl Registry {
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.snapshot().specs()
     }
+
+    /// Calls `visit` with the handlers and hooks of the tools this registry alone holds (see
+    /// `engine/sole_parts.rs`): none while a view or a snapshot of the current tools is held.
+    pub(crate) fn visit_sole_handlers(&self, visit: &mut dyn FnMut(&Arc<dyn Handler>)) {
+        if Arc::strong_count(&self.tools) != 1 {
+            return;
+        }
+        let tools = self.tools.load_full();
+        // Two owners: the `ArcSwap` and `tools`.
+        if Arc::strong_count(&tools) != 2 {
+            return;
+        }
+        for tool in tools.by_name.values().filter(|t| Arc::strong_count(t) == 1) {
+            let parts = [&tool.handler, &tool.to_model_output, &tool.on_success];
+            parts.into_iter().flatten().for_each(&mut *visit);
+        }
+    }
 }
 
 /// What [`Registry::view`] answers.

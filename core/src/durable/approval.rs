@@ -18,6 +18,7 @@ use crate::seal::SealKey;
 use crate::spec::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -42,7 +43,9 @@ pub struct ApprovalQuery {
 
 /// The app's own rule for whether a call needs approval, in its own language (bindings
 /// implement it over a callable). An error counts as "needs approval": the rule fails closed.
-pub trait ApprovalPredicate: Send + Sync + 'static {
+/// `Any`, so that a binding finds its own among an engine's parts
+/// ([`Engine::visit_sole_parts`](crate::Engine::visit_sole_parts)).
+pub trait ApprovalPredicate: Any + Send + Sync {
     /// Whether this call needs a human decision. `host` is the binding's host, as for
     /// [`PolicyHook::check`](crate::PolicyHook::check).
     fn requires_approval(

@@ -82,7 +82,7 @@ impl Engine {
     /// itself left out. Register it like any tool; it sees tools registered later too.
     pub fn tool_search(&self) -> crate::tool::Tool {
         let view = self.registry.view();
-        let guards = self.guards.clone();
+        let settings = self.guards.settings.clone();
         let mut spec = ToolSpec::new(
             TOOL_SEARCH,
             "Finds tools by what you need done. Answers the best matching tools with their \
@@ -99,11 +99,11 @@ impl Engine {
         );
         spec.policy.effect = crate::policy::Effect::Read;
         let handler = crate::handler::handler_fn(move |args, ctx| {
-            let (view, guards) = (view.clone(), guards.clone());
+            let (view, settings) = (view.clone(), settings.clone());
             async move {
                 let query = args["query"].as_str().unwrap_or_default();
                 let limit = args["limit"].as_u64().unwrap_or(5).clamp(1, 20) as usize;
-                let settings = guards.settings.load_full();
+                let settings = settings.load_full();
                 let visible = |spec: &ToolSpec| {
                     spec.name != TOOL_SEARCH && access::check(spec, &ctx.caller, &settings).is_ok()
                 };

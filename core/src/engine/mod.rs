@@ -12,6 +12,7 @@ mod durable_runs;
 mod guardrails;
 mod operator_requests;
 pub mod options;
+mod sole_parts;
 
 pub use crate::batch::{BatchOptions, BatchResult, DEFAULT_CONCURRENCY};
 pub use options::{AuditSpec, CoordinationSpec, EngineOptions, OptionsError, StoreSpec};

@@ -15,6 +15,7 @@ use crate::policy::Risk;
 use crate::spec::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -296,7 +297,9 @@ impl AccessDecision {
 /// The app's own access check, in its own language: the last word of step 5. Bindings
 /// implement it over a foreign callable. An `Err` fails closed: the call is refused with
 /// `internal_error` and the detail goes to the result and the audit record.
-pub trait PolicyHook: Send + Sync + 'static {
+/// `Any`, so that a binding finds its own among an engine's parts
+/// ([`Engine::visit_sole_parts`](crate::Engine::visit_sole_parts)).
+pub trait PolicyHook: Any + Send + Sync {
     /// Decides on one call. `host` is what the batch's starter attached
     /// ([`BatchOptions::host`](crate::BatchOptions)): bindings whose callables must run on the
     /// caller's event loop find it there, as handlers do in [`ToolContext::host`](crate::ToolContext).

@@ -13,6 +13,7 @@ use crate::handler::{BoxFuture, HandlerError, HostData, UNEXPECTED_MESSAGE};
 use crate::spec::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::any::Any;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -59,7 +60,9 @@ pub struct ResolveRequest {
 /// Turns a human reference into a value the server trusts. App code in any language;
 /// bindings implement it over a foreign callable. An `Err` with a tool error reaches the
 /// model as is; anything unexpected becomes `internal_error`.
-pub trait Resolver: Send + Sync + 'static {
+/// `Any`, so that a binding finds its own among an engine's parts
+/// ([`Engine::visit_sole_parts`](crate::Engine::visit_sole_parts)).
+pub trait Resolver: Any + Send + Sync {
     /// Resolves one reference. `host` is the binding's host, as for
     /// [`PolicyHook::check`](crate::PolicyHook::check).
     fn resolve(
