@@ -6,15 +6,18 @@
 //! native engine reports the app's callables it alone holds (`Engine::visit_sole_parts` in
 //! the core). A callable anything else also holds (a call in flight, a batch, an MCP server
 //! serving the engine) is not reported: reported, it could be taken for garbage while in use.
-//! Not reported, it only stays alive, as every object did before.
+//! Not reported, it only stays alive, as every object did before. A model over a Python
+//! callable reports it the same way.
 
 use crate::handler::PyHandler;
+use crate::model::callable::PyCallableModel;
 use crate::seams::{PyApprovalPredicate, PyPolicyHook, PyResolver};
 use pyo3::prelude::*;
 use pyo3::{PyTraverseError, PyVisit};
 use std::any::Any;
 use std::sync::Arc;
 use tooljig::Engine;
+use tooljig::agent::ModelClient;
 
 /// Visits the app's callables only `engine` holds, when nothing but the visited object holds
 /// `engine`. Called from `tp_traverse`: it takes no lock that may be held and touches no
@@ -32,6 +35,21 @@ pub fn traverse(engine: &Arc<Engine>, visit: &PyVisit<'_>) -> Result<(), PyTrave
         }
     });
     result
+}
+
+/// Visits the callable of a model over one, when nothing but the visited object holds the
+/// model and nothing but the model holds the callable.
+pub fn traverse_model(
+    model: &Arc<dyn ModelClient>,
+    visit: &PyVisit<'_>,
+) -> Result<(), PyTraverseError> {
+    if Arc::strong_count(model) != 1 {
+        return Ok(());
+    }
+    match (model.as_ref() as &dyn Any).downcast_ref::<PyCallableModel>() {
+        Some(callable) if Arc::strong_count(&callable.invoke) == 1 => visit.call(&*callable.invoke),
+        _ => Ok(()),
+    }
 }
 
 /// The Python callable behind one of the engine's parts, if it is one of this binding's.

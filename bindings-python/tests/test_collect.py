@@ -192,3 +192,28 @@ async def test_an_engine_an_mcp_server_serves_is_not_collected() -> None:
     del server
     gc.collect()
     assert ref() is None, "stopped, the server lets go of the engine"
+
+
+def test_a_model_its_callable_holds_is_collected() -> None:
+    """A model over a callable that holds the model (here to count its own name), used by an
+    agent that is gone afterwards."""
+    from tooljig.agent import Agent, AgentState, ModelClient
+
+    class Marker:
+        """Lives as long as the model's callable (a native model takes no weak reference)."""
+
+    def make() -> weakref.ref[Any]:
+        held: dict[str, Any] = {"marker": Marker()}
+
+        def answer(request: dict[str, Any], emit: Any) -> str:
+            return f"I am {held['model'].name}."
+
+        model = ModelClient(answer, name="self")
+        held["model"] = model
+        out = Agent(tooljig.Engine(), model).run_sync(AgentState("Who are you?"))
+        assert out.answer == "I am self."
+        return weakref.ref(held["marker"])
+
+    marker = make()
+    gc.collect()
+    assert marker() is None

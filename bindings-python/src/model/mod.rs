@@ -12,6 +12,7 @@ use crate::providers::write;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyMapping;
+use pyo3::{PyTraverseError, PyVisit};
 use std::sync::Arc;
 use std::time::Duration;
 use tooljig::agent::http::{HttpModel, HttpModelConfig};
@@ -49,6 +50,12 @@ fn ms(v: u64) -> Duration {
 
 #[pymethods]
 impl PyModel {
+    /// Reports to Python's cycle collector the callable of a model over one, when the model
+    /// alone holds it (`collect.rs`), so a model whose callable holds the model is freed.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        crate::collect::traverse_model(&self.inner, &visit)
+    }
+
     /// A model over `invoke(request, emit)`, the package's wrapper of a user callable.
     #[staticmethod]
     fn callable(name: String, invoke: Py<PyAny>) -> Self {

@@ -16,8 +16,9 @@ use tokio::sync::mpsc::UnboundedSender;
 /// Where a streaming model sends its events. Sending never blocks.
 pub type StreamSender = UnboundedSender<StreamEvent>;
 
-/// Answers model requests.
-pub trait ModelClient: Send + Sync + 'static {
+/// Answers model requests. `Any`, so that a binding finds its own model behind the trait
+/// (what it must report to its language's cycle collector).
+pub trait ModelClient: std::any::Any + Send + Sync {
     /// A short name for logs, counters and the fallback chain (`openai:gpt-4o-mini`).
     fn name(&self) -> String;
 
