@@ -16,8 +16,8 @@ use pyo3::prelude::*;
 use pyo3::{PyTraverseError, PyVisit};
 use std::any::Any;
 use std::sync::Arc;
-use tooljig::Engine;
 use tooljig::agent::ModelClient;
+use tooljig::{Engine, Handler};
 
 /// Visits the app's callables only `engine` holds, when nothing but the visited object holds
 /// `engine`. Called from `tp_traverse`: it takes no lock that may be held and touches no
@@ -48,6 +48,22 @@ pub fn traverse_model(
     }
     match (model.as_ref() as &dyn Any).downcast_ref::<PyCallableModel>() {
         Some(callable) if Arc::strong_count(&callable.invoke) == 1 => visit.call(&*callable.invoke),
+        _ => Ok(()),
+    }
+}
+
+/// Visits the callable of a Python handler when nothing else holds the handler or it.
+pub fn traverse_handler(
+    handler: &Arc<dyn Handler>,
+    visit: &PyVisit<'_>,
+) -> Result<(), PyTraverseError> {
+    if Arc::strong_count(handler) != 1 {
+        return Ok(());
+    }
+    match (handler.as_ref() as &dyn Any).downcast_ref::<PyHandler>() {
+        Some(handler) if Arc::strong_count(handler.callable()) == 1 => {
+            visit.call(&**handler.callable())
+        }
         _ => Ok(()),
     }
 }

@@ -7,7 +7,7 @@ import asyncio
 import gc
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -217,3 +217,80 @@ def test_a_model_its_callable_holds_is_collected() -> None:
     marker = make()
     gc.collect()
     assert marker() is None
+
+
+@pytest.mark.parametrize("holder", ["tool", "select_tools", "model"])
+def test_an_agent_its_tools_hooks_or_model_hold_is_collected(holder: str) -> None:
+    """The agent's engine and models are Python objects to the collector: an agent whose
+    tool, tool picker or model holds it is freed with its engine once the app lets go."""
+    from tooljig.agent import Agent, AgentState, ModelClient
+
+    class Marker:
+        """Lives as long as the agent."""
+
+    def make() -> weakref.ref[Any]:
+        held: dict[str, Any] = {"marker": Marker()}
+
+        def uses_agent(for_: str) -> int:
+            return len(held["agent"].options) if holder == for_ else 0
+
+        engine = tooljig.Engine()
+
+        @engine.tool()
+        def options() -> int:
+            """Counts the agent's options."""
+            return uses_agent("tool")
+
+        def pick(message: str, tools: list[dict[str, Any]]) -> list[str]:
+            uses_agent("select_tools")
+            return [t["name"] for t in tools]
+
+        turns: list[Any] = [{"tool_calls": [{"id": "c1", "name": "options", "arguments": "{}"}]}, "Done."]
+
+        def plan(request: dict[str, Any], emit: Any) -> Any:
+            uses_agent("model")
+            return turns.pop(0)
+
+        agent = Agent(engine, ModelClient(plan), select_tools=pick)
+        held["agent"] = agent
+        out = agent.run_sync(AgentState("How many options?"))
+        assert out.answer == "Done.", out
+        return weakref.ref(held["marker"])
+
+    marker = make()
+    gc.collect()
+    assert marker() is None
+
+
+async def test_an_agent_in_use_is_not_collected() -> None:
+    """The app lets go of an agent while its run waits in a tool that holds the agent."""
+    from tooljig.agent import Agent, AgentState, ModelClient
+
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    def start() -> Awaitable[Any]:
+        held: dict[str, Any] = {}
+        engine = tooljig.Engine()
+
+        @engine.tool()
+        async def waits() -> int:
+            """Waits, then counts the agent's options."""
+            started.set()
+            await release.wait()
+            return len(held["agent"].options)
+
+        turns: list[Any] = [{"tool_calls": [{"id": "c1", "name": "waits", "arguments": "{}"}]}, "Done."]
+        agent = Agent(engine, ModelClient(lambda request, emit: turns.pop(0)))
+        held["agent"] = agent
+        return agent.run(AgentState("Wait."))
+
+    run = asyncio.ensure_future(start())
+    await started.wait()
+    for _ in range(3):
+        gc.collect()
+        await asyncio.sleep(0)
+    release.set()
+    out = await run
+    assert out.answer == "Done."
+    assert out.counters["tool_successes"] == 1

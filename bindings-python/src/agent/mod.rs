@@ -25,11 +25,12 @@ use crate::providers::{read, read_results, write};
 use crate::runtime;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 use pyo3_async_runtimes::TaskLocals;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tooljig::CallResult;
-use tooljig::agent::{Agent, AgentOptions, Mode, ModelClient};
+use tooljig::agent::{Agent, AgentOptions, Mode};
 
 /// What a run does.
 enum Op {
@@ -42,9 +43,12 @@ enum Op {
 /// Drives conversations: a planner (and optionally a responder) model over an engine.
 #[pyclass(name = "Agent", module = "tooljig._native", frozen)]
 pub struct PyAgent {
-    engine: Arc<tooljig::Engine>,
-    planner: Arc<dyn ModelClient>,
-    responder: Option<Arc<dyn ModelClient>>,
+    /// The engine and models as the Python objects they are, not their Rust halves: so the
+    /// cycle collector sees them (`__traverse__`), and an engine whose tool holds the agent
+    /// is still freed.
+    engine: Py<PyEngine>,
+    planner: Py<PyModel>,
+    responder: Option<Py<PyModel>>,
     options: AgentOptions,
     /// The app's pick of each turn's tools, run like a handler.
     selector: Option<Arc<dyn tooljig::Handler>>,
@@ -79,13 +83,25 @@ impl PyAgent {
             None => AgentOptions::default(),
         };
         Ok(PyAgent {
-            engine: engine.get().inner.clone(),
-            planner: model.get().inner.clone(),
-            responder: responder.map(|r| r.get().inner.clone()),
+            engine: engine.clone().unbind(),
+            planner: model.clone().unbind(),
+            responder: responder.map(|r| r.clone().unbind()),
             options,
             selector: select_tools.map(hook),
             reviewer: review_plan.map(hook),
         })
+    }
+
+    /// Reports the engine, the models and the hooks to Python's cycle collector
+    /// (`collect.rs`).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.engine)?;
+        visit.call(&self.planner)?;
+        visit.call(&self.responder)?;
+        for hook in [&self.selector, &self.reviewer].into_iter().flatten() {
+            crate::collect::traverse_handler(hook, &visit)?;
+        }
+        Ok(())
     }
 
     /// The options, as a dict.
@@ -169,11 +185,14 @@ impl PyAgent {
         };
         let result = event_loop.call_method0("create_future")?;
         let shared = RunShared::new(locals, result.clone().unbind(), events);
-        let mut agent = Agent::new(self.engine.clone(), self.planner.clone())
-            .options(self.options.clone())
-            .host(host.clone());
+        let mut agent = Agent::new(
+            self.engine.get().inner.clone(),
+            self.planner.get().inner.clone(),
+        )
+        .options(self.options.clone())
+        .host(host.clone());
         if let Some(r) = &self.responder {
-            agent = agent.responder(r.clone());
+            agent = agent.responder(r.get().inner.clone());
         }
         if let Some(s) = &self.selector {
             agent = agent.select_tools(s.clone());
@@ -217,6 +236,9 @@ impl PyAgent {
             }
             *lock(&cell.state) = state;
             guard.release();
+            // Let go of the engine and models before the app hears the run ended, so what the
+            // app then lets go of is the collector's to free (`collect.rs`).
+            drop(agent);
             back.finish(out);
         }));
         let abort = task.abort_handle();
