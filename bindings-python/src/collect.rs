@@ -28,10 +28,8 @@ pub fn traverse(engine: &Arc<Engine>, visit: &PyVisit<'_>) -> Result<(), PyTrave
     }
     let mut result = Ok(());
     engine.visit_sole_parts(&mut |part| {
-        if let (Ok(()), Some(callable)) = (&result, callable_of(part))
-            && Arc::strong_count(callable) == 1
-        {
-            result = visit.call(&**callable);
+        if result.is_ok() {
+            result = visit_sole(part, 1, visit);
         }
     });
     result
@@ -43,13 +41,7 @@ pub fn traverse_model(
     model: &Arc<dyn ModelClient>,
     visit: &PyVisit<'_>,
 ) -> Result<(), PyTraverseError> {
-    if Arc::strong_count(model) != 1 {
-        return Ok(());
-    }
-    match (model.as_ref() as &dyn Any).downcast_ref::<PyCallableModel>() {
-        Some(callable) if Arc::strong_count(&callable.invoke) == 1 => visit.call(&*callable.invoke),
-        _ => Ok(()),
-    }
+    visit_sole(model.as_ref() as &dyn Any, Arc::strong_count(model), visit)
 }
 
 /// Visits the callable of a Python handler when nothing else holds the handler or it.
@@ -57,21 +49,32 @@ pub fn traverse_handler(
     handler: &Arc<dyn Handler>,
     visit: &PyVisit<'_>,
 ) -> Result<(), PyTraverseError> {
-    if Arc::strong_count(handler) != 1 {
-        return Ok(());
-    }
-    match (handler.as_ref() as &dyn Any).downcast_ref::<PyHandler>() {
-        Some(handler) if Arc::strong_count(handler.callable()) == 1 => {
-            visit.call(&**handler.callable())
+    visit_sole(
+        handler.as_ref() as &dyn Any,
+        Arc::strong_count(handler),
+        visit,
+    )
+}
+
+/// Visits the Python callable behind `part` when `part` has one owner (`owners`) and the
+/// callable none but `part`.
+fn visit_sole(part: &dyn Any, owners: usize, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+    match callable_of(part) {
+        Some(callable) if owners == 1 && Arc::strong_count(callable) == 1 => {
+            visit.call(&**callable)
         }
         _ => Ok(()),
     }
 }
 
-/// The Python callable behind one of the engine's parts, if it is one of this binding's.
+/// The Python callable behind a part (a handler, a hook, a model), if it is one of this
+/// binding's.
 fn callable_of(part: &dyn Any) -> Option<&Arc<Py<PyAny>>> {
     if let Some(handler) = part.downcast_ref::<PyHandler>() {
         return Some(handler.callable());
+    }
+    if let Some(model) = part.downcast_ref::<PyCallableModel>() {
+        return Some(&model.invoke);
     }
     if let Some(hook) = part.downcast_ref::<PyPolicyHook>() {
         return Some(hook.callable());

@@ -98,6 +98,19 @@ def test_many_engines_their_handlers_hold_are_freed() -> None:
     assert [r for r in refs if r() is not None] == []
 
 
+async def _collected_while_waiting(work: Awaitable[Any], started: asyncio.Event, release: asyncio.Event) -> Any:
+    """Runs `work`, which the app holds no other way, collecting while it waits, then lets it
+    finish: what it returns."""
+    task = asyncio.ensure_future(work)
+    del work
+    await started.wait()
+    for _ in range(3):
+        gc.collect()
+        await asyncio.sleep(0)
+    release.set()
+    return await task
+
+
 async def test_an_engine_in_use_is_not_collected() -> None:
     """The app lets go of an engine while its batch waits in a handler: collections meanwhile
     must leave the handler, its closure and the engine whole."""
@@ -117,13 +130,7 @@ async def test_an_engine_in_use_is_not_collected() -> None:
         engine.register("waits", "Waits.", OBJECT, waits)
         return lambda: engine.run([{"id": "1", "tool": "waits", "arguments": {}}])
 
-    task = asyncio.ensure_future(make()())
-    await started.wait()
-    for _ in range(3):
-        gc.collect()
-        await asyncio.sleep(0)
-    release.set()
-    result = await task
+    result = await _collected_while_waiting(make()(), started, release)
     assert result[0].envelope == {"ok": True, "data": ["waits"]}
 
 
@@ -285,12 +292,6 @@ async def test_an_agent_in_use_is_not_collected() -> None:
         held["agent"] = agent
         return agent.run(AgentState("Wait."))
 
-    run = asyncio.ensure_future(start())
-    await started.wait()
-    for _ in range(3):
-        gc.collect()
-        await asyncio.sleep(0)
-    release.set()
-    out = await run
+    out = await _collected_while_waiting(start(), started, release)
     assert out.answer == "Done."
     assert out.counters["tool_successes"] == 1
