@@ -7,16 +7,15 @@
 //! the core). A callable anything else also holds (a call in flight, a batch, an MCP server
 //! serving the engine) is not reported: reported, it could be taken for garbage while in use.
 //! Not reported, it only stays alive, as every object did before. A model over a Python
-//! callable reports it the same way.
+//! callable reports it the same way (`model/mod.rs`), and an agent its engine, models and
+//! hooks (`agent/mod.rs`).
 
 use crate::handler::PyHandler;
-use crate::model::callable::PyCallableModel;
 use crate::seams::{PyApprovalPredicate, PyPolicyHook, PyResolver};
 use pyo3::prelude::*;
 use pyo3::{PyTraverseError, PyVisit};
 use std::any::Any;
 use std::sync::Arc;
-use tooljig::agent::ModelClient;
 use tooljig::{Engine, Handler};
 
 /// Visits the app's callables only `engine` holds, when nothing but the visited object holds
@@ -33,15 +32,6 @@ pub fn traverse(engine: &Arc<Engine>, visit: &PyVisit<'_>) -> Result<(), PyTrave
         }
     });
     result
-}
-
-/// Visits the callable of a model over one, when nothing but the visited object holds the
-/// model and nothing but the model holds the callable.
-pub fn traverse_model(
-    model: &Arc<dyn ModelClient>,
-    visit: &PyVisit<'_>,
-) -> Result<(), PyTraverseError> {
-    visit_sole(model.as_ref() as &dyn Any, Arc::strong_count(model), visit)
 }
 
 /// Visits the callable of a Python handler when nothing else holds the handler or it.
@@ -67,14 +57,10 @@ fn visit_sole(part: &dyn Any, owners: usize, visit: &PyVisit<'_>) -> Result<(), 
     }
 }
 
-/// The Python callable behind a part (a handler, a hook, a model), if it is one of this
-/// binding's.
+/// The Python callable behind a part (a handler, a hook), if it is one of this binding's.
 fn callable_of(part: &dyn Any) -> Option<&Arc<Py<PyAny>>> {
     if let Some(handler) = part.downcast_ref::<PyHandler>() {
         return Some(handler.callable());
-    }
-    if let Some(model) = part.downcast_ref::<PyCallableModel>() {
-        return Some(&model.invoke);
     }
     if let Some(hook) = part.downcast_ref::<PyPolicyHook>() {
         return Some(hook.callable());

@@ -50,10 +50,17 @@ fn ms(v: u64) -> Duration {
 
 #[pymethods]
 impl PyModel {
-    /// Reports to Python's cycle collector the callable of a model over one, when the model
-    /// alone holds it (`collect.rs`), so a model whose callable holds the model is freed.
+    /// Reports to Python's cycle collector the callable of a model over one, when nothing
+    /// else holds the model or the callable (as `collect.rs` does for an engine's), so a model
+    /// whose callable holds the model is freed.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        crate::collect::traverse_model(&self.inner, &visit)
+        let model = (Arc::strong_count(&self.inner) == 1)
+            .then(|| (self.inner.as_ref() as &dyn std::any::Any).downcast_ref::<PyCallableModel>())
+            .flatten();
+        match model {
+            Some(model) if Arc::strong_count(&model.invoke) == 1 => visit.call(&*model.invoke),
+            _ => Ok(()),
+        }
     }
 
     /// A model over `invoke(request, emit)`, the package's wrapper of a user callable.
