@@ -20,6 +20,8 @@ fn text() -> impl Strategy<Value = String> {
         Just("a \"quoted\" \\ é\n\t\u{1}".to_string()),
         Just("password".to_string()),
         Just("x".to_string()),
+        // A field named as the rule for every field is.
+        Just("*".to_string()),
     ]
 }
 
@@ -45,7 +47,7 @@ fn arguments() -> impl Strategy<Value = Value> {
     prop_oneof![
         value(),
         (value(), value(), value()).prop_map(|(p, x, rest)| {
-            json!({"password": p, "nested": {"x": x, "y": 1}, "rest": rest, "email": "a@b.c"})
+            json!({"password": p, "nested": {"x": x, "y": 1}, "rest": rest, "email": "a@b.c", "*": x})
         }),
     ]
 }
@@ -62,6 +64,7 @@ fn rules() -> impl Strategy<Value = BTreeMap<String, Redaction>> {
         Just("*".to_string()),
         Just("user_id".to_string()),
         Just("email".to_string()),
+        Just("nested".to_string()),
     ];
     prop::collection::btree_map(field, how, 0..4)
 }

@@ -66,8 +66,9 @@ pub fn redact(value: &mut Value, rules: &BTreeMap<String, Redaction>) {
         return;
     };
     if let Some(&every) = rules.get(EVERY_FIELD) {
+        // A field named `*` has no rule of its own but this one.
         for (k, v) in map.iter_mut() {
-            if !rules.contains_key(k) {
+            if k == EVERY_FIELD || !rules.contains_key(k) {
                 apply_one(v, every);
             }
         }
@@ -142,9 +143,9 @@ mod tests {
     fn every_field_and_unparsed_text() {
         let rules: BTreeMap<String, Redaction> =
             serde_json::from_value(json!({"*": "redact", "id": "keep"})).unwrap();
-        let mut v = json!({"id": 1, "body": "secret"});
+        let mut v = json!({"id": 1, "body": "secret", "*": "secret too"});
         redact(&mut v, &rules);
-        assert_eq!(v, json!({"id": 1, "body": REDACTED}));
+        assert_eq!(v, json!({"id": 1, "body": REDACTED, "*": REDACTED}));
         let mut text = json!("{\"body\": \"secret\"");
         redact(&mut text, &rules);
         assert_eq!(text, json!(REDACTED));

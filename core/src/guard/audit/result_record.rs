@@ -7,11 +7,14 @@ use crate::caller::Caller;
 use crate::envelope::Envelope;
 use crate::error_code::ErrorCode;
 use crate::guard::audit::record::{AuditRecord, Outcome, now_ms};
-use crate::guard::audit::redact::{Redaction, hides_anything, redact, redact_field};
+use crate::guard::audit::redact::{
+    EVERY_FIELD, REDACTED, Redaction, hash_value, hides_anything, redact, redact_field,
+};
 use crate::guard::hidden::HiddenNote;
 use crate::policy::{Effect, Policy, Risk};
 use serde::Serialize;
-use serde_json::Value;
+use serde::ser::SerializeMap;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -29,8 +32,8 @@ impl AuditRecord {
     }
 }
 
-/// The record of a settled result, borrowed from it wherever redaction leaves a value as it
-/// is. Its fields are [`AuditRecord`]'s, in the same order, without the
+/// The record of a settled result, borrowed from it: a value redaction leaves as it is, or
+/// changes only in top-level fields, is written from the result itself. Its fields are [`AuditRecord`]'s, in the same order, without the
 /// chain fields (unset here, so left out of the serialization): both serialize to the same
 /// bytes, which the tests hold them to.
 #[derive(Serialize)]
@@ -41,13 +44,13 @@ pub(crate) struct ResultRecord<'a> {
     session: Option<&'a str>,
     pub(crate) tool: &'a str,
     pub(crate) call_id: &'a str,
-    arguments: Option<Cow<'a, Value>>,
+    arguments: Option<Shown<'a>>,
     hidden: Cow<'a, [HiddenNote]>,
     pub(crate) outcome: Outcome,
     pub(crate) code: Option<ErrorCode>,
     message: Option<&'a str>,
     detail: Option<&'a str>,
-    output: Option<Cow<'a, Value>>,
+    output: Option<Shown<'a>>,
     risk: Option<Risk>,
     effect: Option<Effect>,
     duration_us: u64,
@@ -63,14 +66,70 @@ pub(crate) struct ResultRecord<'a> {
 /// No rules: what a result of an unknown tool (no policy) is audited under.
 static NO_RULES: BTreeMap<String, Redaction> = BTreeMap::new();
 
-/// `value` as the audit log may show it under `rules`: borrowed when no rule hides anything.
-fn redacted<'a>(value: &'a Value, rules: &BTreeMap<String, Redaction>) -> Cow<'a, Value> {
-    if !hides_anything(rules) {
-        return Cow::Borrowed(value);
+/// A value as the audit log may show it under a tool's redaction rules.
+pub(crate) enum Shown<'a> {
+    /// As it is: no rule hides anything.
+    Whole(&'a Value),
+    /// An object under rules that name top-level fields only (and `*`): each field is written
+    /// as its rule says while the record is serialized, so nothing of it is copied.
+    Fields(&'a Map<String, Value>, &'a BTreeMap<String, Redaction>),
+    /// A redacted copy: rules that reach into nested values (JSON pointers), or a value that
+    /// is no object.
+    Copy(Value),
+}
+
+impl<'a> Shown<'a> {
+    /// `value` under `rules`.
+    fn of(value: &'a Value, rules: &'a BTreeMap<String, Redaction>) -> Self {
+        if !hides_anything(rules) {
+            return Shown::Whole(value);
+        }
+        match value {
+            Value::Object(map) if !rules.keys().any(|k| k.starts_with('/')) => {
+                Shown::Fields(map, rules)
+            }
+            _ => {
+                let mut owned = value.clone();
+                redact(&mut owned, rules);
+                Shown::Copy(owned)
+            }
+        }
     }
-    let mut owned = value.clone();
-    redact(&mut owned, rules);
-    Cow::Owned(owned)
+
+    /// The value as shown, owned.
+    fn into_owned(self) -> Value {
+        match self {
+            Shown::Whole(value) => value.clone(),
+            Shown::Fields(map, rules) => {
+                let mut owned = Value::Object(map.clone());
+                redact(&mut owned, rules);
+                owned
+            }
+            Shown::Copy(value) => value,
+        }
+    }
+}
+
+impl Serialize for Shown<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (map, rules) = match self {
+            Shown::Whole(value) => return value.serialize(serializer),
+            Shown::Copy(value) => return value.serialize(serializer),
+            Shown::Fields(map, rules) => (map, rules),
+        };
+        // As `redact` does it: a field's own rule, else `*`'s (a field named `*` is under it).
+        let every = rules.get(EVERY_FIELD).copied().unwrap_or_default();
+        let mut out = serializer.serialize_map(Some(map.len()))?;
+        for (field, value) in map.iter() {
+            let how = rules.get(field.as_str()).copied().unwrap_or(every);
+            match how {
+                Redaction::Keep => out.serialize_entry(field, value)?,
+                Redaction::Redact => out.serialize_entry(field, REDACTED)?,
+                Redaction::Hash => out.serialize_entry(field, &hash_value(value))?,
+            }
+        }
+        out.end()
+    }
 }
 
 /// Hidden-argument notes as the audit log may show them: what the model tried to set is
@@ -96,7 +155,7 @@ impl<'a> ResultRecord<'a> {
     pub(crate) fn new(
         result: &'a CallResult,
         caller: &'a Caller,
-        policy: Option<&Policy>,
+        policy: Option<&'a Policy>,
         raw_arguments: Option<&'a Value>,
     ) -> Self {
         let rules = policy.map_or(&NO_RULES, |p| &p.redact);
@@ -116,13 +175,13 @@ impl<'a> ResultRecord<'a> {
             session: caller.session.as_deref(),
             tool: &result.tool,
             call_id: &result.call_id,
-            arguments: arguments.map(|a| redacted(a, rules)),
+            arguments: arguments.map(|a| Shown::of(a, rules)),
             hidden: redacted_notes(&result.hidden, rules),
             outcome: Outcome::of(result),
             code,
             message,
             detail: result.detail.as_deref(),
-            output: output.map(|o| redacted(o, rules)),
+            output: output.map(|o| Shown::of(o, rules)),
             risk: policy.map(|p| p.risk),
             effect: policy.map(|p| p.effect),
             duration_us: result.duration_us,
@@ -148,13 +207,13 @@ impl<'a> ResultRecord<'a> {
             session: self.session.map(str::to_string),
             tool: self.tool.to_string(),
             call_id: self.call_id.to_string(),
-            arguments: self.arguments.map(Cow::into_owned),
+            arguments: self.arguments.map(Shown::into_owned),
             hidden: self.hidden.into_owned(),
             outcome: self.outcome,
             code: self.code,
             message: self.message.map(str::to_string),
             detail: self.detail.map(str::to_string),
-            output: self.output.map(Cow::into_owned),
+            output: self.output.map(Shown::into_owned),
             risk: self.risk,
             effect: self.effect,
             duration_us: self.duration_us,
