@@ -92,6 +92,28 @@ def test_an_engine_its_callables_hold_is_collected(kind: str) -> None:
     assert engine() is None, f"an engine held by its {kind} stayed alive: {gc.get_referrers(engine())}"
 
 
+def test_an_engine_with_tool_search_its_handlers_hold_is_collected() -> None:
+    """`search_tools` looks at its engine's tools without holding them."""
+
+    def make() -> weakref.ref[tooljig.Engine]:
+        engine = tooljig.Engine()
+        engine.enable_tool_search()
+
+        @engine.tool()
+        def count() -> int:
+            """Counts the engine's tools."""
+            return len(engine.specs())
+
+        out = engine.run_sync([{"tool": "search_tools", "arguments": {"query": "count tools"}}, {"tool": "count", "arguments": {}}])
+        assert [t["name"] for t in out[0].envelope["data"]] == ["count"]
+        assert out[1].envelope == {"ok": True, "data": 2}
+        return weakref.ref(engine)
+
+    engine = make()
+    gc.collect()
+    assert engine() is None
+
+
 def test_many_engines_their_handlers_hold_are_freed() -> None:
     refs = [_holding(kind)[0] for _ in range(30) for kind in ("handler", "async", "policy_hook")]
     gc.collect()

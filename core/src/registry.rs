@@ -194,9 +194,10 @@ impl Registry {
     }
 
     /// A handle that sees the registry as it changes, for a tool that looks at the others
-    /// (`search_tools`).
+    /// (`search_tools`). It holds the registry weakly: the tool lives in the registry, and
+    /// a strong hold would make the registry's tools never its alone (`visit_sole_handlers`).
     pub fn view(&self) -> RegistryView {
-        RegistryView(self.tools.clone())
+        RegistryView(Arc::downgrade(&self.tools))
     }
 
     /// The specs of every tool, in registration order.
@@ -205,7 +206,7 @@ impl Registry {
     }
 
     /// Calls `visit` with the handlers and hooks of the tools this registry alone holds (see
-    /// `engine/sole_parts.rs`): none while a view or a snapshot of the current tools is held.
+    /// `engine/sole_parts.rs`): none while a snapshot of the current tools is held.
     pub(crate) fn visit_sole_handlers(&self, visit: &mut dyn FnMut(&Arc<dyn Handler>)) {
         if Arc::strong_count(&self.tools) != 1 {
             return;
@@ -224,12 +225,15 @@ impl Registry {
 
 /// What [`Registry::view`] answers.
 #[derive(Clone)]
-pub struct RegistryView(Arc<ArcSwap<Tools>>);
+pub struct RegistryView(std::sync::Weak<ArcSwap<Tools>>);
 
 impl RegistryView {
-    /// The current tools.
+    /// The current tools; none once the registry is gone.
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot(self.0.load_full())
+        Snapshot(match self.0.upgrade() {
+            Some(tools) => tools.load_full(),
+            None => Arc::default(),
+        })
     }
 }
 

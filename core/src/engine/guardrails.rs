@@ -79,7 +79,8 @@ impl Engine {
     /// [`Engine::search_tools`] as a tool, `search_tools`, for the model to find tools it was
     /// not offered: it takes `{"query", "limit"}` (5 by default, at most 20) and answers the
     /// matching tools the caller may use, `[{"name", "description", "input_schema"}]`,
-    /// itself left out. Register it like any tool; it sees tools registered later too.
+    /// itself left out. Register it like any tool; it sees tools registered later too, and
+    /// finds nothing once this engine is gone (it holds the registry weakly).
     pub fn tool_search(&self) -> crate::tool::Tool {
         let view = self.registry.view();
         let settings = self.guards.settings.clone();
