@@ -5,7 +5,8 @@
 //! cycle only if every object in it reports what it holds, so the engine's Python object must
 //! report the app's callables inside the engine. It may report only references that are the
 //! engine's alone: a collector told of one that something else also holds (a batch in flight,
-//! a registry view, a clone of the guards) could take a live object for garbage and clear it.
+//! a snapshot of the tools, a clone of the guards) could take a live object for garbage and
+//! clear it.
 //! So every shared pointer on the way down is checked to have no other owner, and a part that
 //! is shared, or behind a lock someone holds, is left out: leaving one out only keeps it alive.
 

@@ -33,9 +33,9 @@ impl AuditRecord {
 }
 
 /// The record of a settled result, borrowed from it: a value redaction leaves as it is, or
-/// changes only in top-level fields, is written from the result itself. Its fields are [`AuditRecord`]'s, in the same order, without the
-/// chain fields (unset here, so left out of the serialization): both serialize to the same
-/// bytes, which the tests hold them to.
+/// changes only in top-level fields, is written from the result itself. Its fields are
+/// [`AuditRecord`]'s, in the same order, without the chain fields (unset here, so left out of
+/// the serialization): both serialize to the same bytes, which the tests hold them to.
 #[derive(Serialize)]
 pub(crate) struct ResultRecord<'a> {
     pub(crate) time_ms: u64,
@@ -67,7 +67,7 @@ pub(crate) struct ResultRecord<'a> {
 static NO_RULES: BTreeMap<String, Redaction> = BTreeMap::new();
 
 /// A value as the audit log may show it under a tool's redaction rules.
-pub(crate) enum Shown<'a> {
+enum Shown<'a> {
     /// As it is: no rule hides anything.
     Whole(&'a Value),
     /// An object under rules that name top-level fields only (and `*`): each field is written
