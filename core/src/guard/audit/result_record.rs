@@ -8,7 +8,7 @@ use crate::envelope::Envelope;
 use crate::error_code::ErrorCode;
 use crate::guard::audit::record::{AuditRecord, Outcome, now_ms};
 use crate::guard::audit::redact::{
-    EVERY_FIELD, REDACTED, Redaction, hash_value, hides_anything, redact, redact_field,
+    REDACTED, Redaction, hash_value, hides_anything, redact, redact_field, rule_for,
 };
 use crate::guard::hidden::HiddenNote;
 use crate::policy::{Effect, Policy, Risk};
@@ -117,12 +117,9 @@ impl Serialize for Shown<'_> {
             Shown::Copy(value) => return value.serialize(serializer),
             Shown::Fields(map, rules) => (map, rules),
         };
-        // As `redact` does it: a field's own rule, else `*`'s (a field named `*` is under it).
-        let every = rules.get(EVERY_FIELD).copied().unwrap_or_default();
         let mut out = serializer.serialize_map(Some(map.len()))?;
         for (field, value) in map.iter() {
-            let how = rules.get(field.as_str()).copied().unwrap_or(every);
-            match how {
+            match rule_for(rules, field) {
                 Redaction::Keep => out.serialize_entry(field, value)?,
                 Redaction::Redact => out.serialize_entry(field, REDACTED)?,
                 Redaction::Hash => out.serialize_entry(field, &hash_value(value))?,
