@@ -34,7 +34,7 @@ try {
   process.exit(1)
 }
 
-console.log('tooljig: building the native addon (cargo build --release -p tooljig-node); this takes a few minutes the first time')
+console.log('tooljig: building the native addon (cargo build --release -p tooljig-node); this takes 10 to 15 minutes the first time')
 const features = process.env.TOOLJIG_FEATURES ? ['--features', process.env.TOOLJIG_FEATURES] : []
 execFileSync('cargo', ['build', '--release', '-p', 'tooljig-node', ...features], { cwd: root, stdio: 'inherit' })
 const metadata = JSON.parse(execFileSync('cargo', ['metadata', '--format-version', '1', '--no-deps'], { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 }))
