@@ -124,6 +124,42 @@ async def test_arguments_arrive_as_the_declared_python_types(engine: tooljig.Eng
     assert seen["units"] is Units.F and isinstance(seen["weight"], float)
 
 
+async def test_numbers_arrive_as_declared_with_or_without_converting(engine: tooljig.Engine) -> None:
+    # ints and floats pass as they are when they have their parameter's type already, and
+    # through pydantic when they must be converted: an int from 3.0 (an integer to JSON
+    # Schema), a float from 3, a float from an int beyond 2**53 as pydantic makes it; None stays.
+    @engine.tool
+    def size(n: int, x: float, m: Optional[int] = None, label: str = "") -> list[str]:
+        return [repr(v) for v in (n, x, m, label)]
+
+    args = [
+        {"n": 3, "x": 2.5, "m": 4, "label": "as is"},
+        {"n": 3, "x": 3},
+        {"n": 3.0, "x": 2.5, "m": None},
+        {"n": 2**62, "x": 2**60, "m": 5.0},
+        {"n": -0.0, "x": -(2**53)},
+    ]
+    out = await engine.run([{"id": str(i), "tool": "size", "arguments": a} for i, a in enumerate(args)])
+    assert [r.envelope.get("data") for r in out] == [
+        ["3", "2.5", "4", "'as is'"],
+        ["3", "3.0", "None", "''"],
+        ["3", "2.5", "None", "''"],
+        [repr(2**62), repr(float(2**60)), "5", "''"],
+        ["0", repr(-float(2**53)), "None", "''"],
+    ], [r.envelope for r in out]
+
+
+async def test_a_number_pydantic_refuses_is_invalid_arguments(engine: tooljig.Engine) -> None:
+    # 1e20 is an integer to JSON Schema, but larger than pydantic takes from a float.
+    @engine.tool
+    def count(n: int) -> int:
+        return n
+
+    out = await engine.run([{"tool": "count", "arguments": {"n": 1e20}}])
+    assert out[0].error_code == "invalid_arguments", out[0].envelope
+    assert out[0].envelope["error"]["errors"][0]["pointer"] == "/n"
+
+
 async def test_the_schema_is_enforced_before_the_handler(engine: tooljig.Engine) -> None:
     calls: list[object] = []
 
