@@ -16,6 +16,7 @@ use crate::convert;
 use crate::driven::{BatchFuture, Driven};
 use crate::events::PyEvent;
 use crate::events::queue::EventQueue;
+use crate::guarded::{Guarded, Settle};
 #[cfg(unix)]
 use crate::loop_waker::{LoopWaker, Woken};
 use crate::outcome;
@@ -29,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tooljig::{BatchResult, ErrorCode, Event, HandlerError, HandlerResult, ToolContext, ToolError};
+use tooljig::{BatchResult, Event, HandlerResult, ToolContext, ToolError};
 
 /// Locks `m` even when poisoned: a panic elsewhere must not wedge every later batch or run.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -101,9 +102,9 @@ enum SlotState {
     /// Its handler is being called and its task made, with the state unlocked: a task made
     /// eagerly may settle the slot before it is made.
     Starting,
-    /// Its task, weakly: the task's guard coroutine holds this slot (through `TaskSettle`),
+    /// Its task, weakly: the task's coroutine holds this slot (`guarded.rs`),
     /// and a strong reference back would keep a task cancelled before its first step alive
-    /// for ever, with the `TaskSettle` that settles the call when it is dropped. The loop
+    /// for ever, with the coroutine that settles the call when it is dropped. The loop
     /// keeps a running task alive, and what it awaits keeps a waiting one.
     Running(Py<PyWeakrefReference>),
     Finished,
@@ -125,11 +126,6 @@ impl TaskSlot {
             tx: Mutex::new(Some(tx)),
         };
         (Arc::new(slot), rx)
-    }
-
-    /// Whether its outcome was delivered.
-    fn is_finished(&self) -> bool {
-        matches!(*lock(&self.state), SlotState::Finished)
     }
 
     /// Delivers the outcome (once; later calls do nothing).
@@ -350,6 +346,13 @@ impl BatchHost {
             }
             *state = SlotState::Starting;
         }
+        let tool = match &what {
+            Awaitable::Call {
+                ctx: Some((ctx, _)),
+                ..
+            } => Some(ctx.tool.clone()),
+            _ => None,
+        };
         let made = match what {
             Awaitable::Call {
                 invoke,
@@ -391,14 +394,15 @@ impl BatchHost {
             slot.finish(outcome::from_value(&obj));
             return Ok(());
         }
-        let settle = TaskSettle {
+        let settle = Settle {
             slot: slot.clone(),
             host: self.clone(),
-            awaitable: obj.clone().unbind(),
-            called: AtomicBool::new(false),
         };
-        let settle = Bound::new(py, settle)?.into_any();
-        let task = match self.tasks.start(obj, settle, &self.locals.context(py)) {
+        let guarded = Bound::new(py, Guarded::new(obj.unbind(), settle))?;
+        let task = match self
+            .tasks
+            .start(guarded, &self.locals.context(py), tool.as_ref())
+        {
             Ok(task) => task,
             // Its eager first step raised Ctrl-C: the call has it already, now the app does.
             Err(e) if interrupt_on_ctrl_c(py, &e) => return Ok(()),
@@ -509,9 +513,14 @@ impl BatchHost {
         Ok(future)
     }
 
-    /// A handler task ended with `result`: hands it over and, on this same thread, goes on
+    /// A handler task ended with `result` (`guarded.rs`): hands it over and, on this same thread, goes on
     /// with what that wakes (the batch's next poll, its end) without a wake-up of the loop.
-    fn task_done(self: &Arc<Self>, py: Python<'_>, slot: &TaskSlot, result: HandlerResult) {
+    pub(crate) fn task_done(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        slot: &TaskSlot,
+        result: HandlerResult,
+    ) {
         let me = Arc::as_ptr(self) as usize;
         let outer = SERVING.replace(me);
         slot.finish(result);
@@ -572,61 +581,6 @@ impl Drain {
     fn __call__(&self, py: Python<'_>) {
         self.0.serve_posted(py);
     }
-}
-
-/// Called by the guard coroutine (`exit_guard`) in the handler task's last step with what
-/// the handler returned or raised: the call settles now, on this thread.
-#[pyclass(frozen)]
-struct TaskSettle {
-    slot: Arc<TaskSlot>,
-    host: Arc<BatchHost>,
-    /// What the guard awaits: closed if the guard never ran (see `Drop`).
-    awaitable: Py<PyAny>,
-    /// Whether the guard ran and called this.
-    called: AtomicBool,
-}
-
-#[pymethods]
-impl TaskSettle {
-    fn __call__(&self, py: Python<'_>, value: &Bound<'_, PyAny>, error: Option<&Bound<'_, PyAny>>) {
-        self.called.store(true, Ordering::Relaxed);
-        let result = match error {
-            None => outcome::from_value(value),
-            Some(e) if e.is_instance_of::<pyo3::exceptions::asyncio::CancelledError>() => {
-                Err(cancelled("the tool's task was cancelled"))
-            }
-            Some(e) if e.is_instance_of::<pyo3::exceptions::PyGeneratorExit>() => Err(cancelled(
-                "the tool's task was collected while it waited for what nothing would finish",
-            )),
-            Some(e) => Err(outcome::from_error(py, &PyErr::from_value(e.clone()))),
-        };
-        self.host.task_done(py, &self.slot, result);
-    }
-}
-
-impl Drop for TaskSettle {
-    /// Unused: the task was cancelled before its first step (or dropped unrun), so the guard
-    /// never ran. The call must not wait for it for ever, and the handler's coroutine, which
-    /// nothing will run now, is closed rather than left to warn that it was never awaited.
-    fn drop(&mut self) {
-        if !*self.called.get_mut() {
-            // Dropped by Python's collector, so attached already.
-            Python::attach(|py| {
-                if let Err(e) = task::close_unstarted(self.awaitable.bind(py)) {
-                    e.write_unraisable(py, None);
-                }
-            });
-        }
-        if !self.slot.is_finished() {
-            self.slot.finish(Err(cancelled(
-                "the tool's task was cancelled before it started",
-            )));
-        }
-    }
-}
-
-fn cancelled(message: &str) -> HandlerError {
-    HandlerError::Tool(ToolError::new(ErrorCode::Cancelled, message))
 }
 
 #[cfg(unix)]

@@ -22,6 +22,7 @@ pub mod durable;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod guarded;
 pub mod handler;
 pub mod host;
 pub mod imports;

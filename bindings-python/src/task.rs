@@ -1,5 +1,5 @@
-//! A handler's task on the loop: how it is made, and the guard that hands its outcome to the
-//! host (`TaskSettle` in `host.rs`) in the task's own last step.
+//! A handler's task on the loop: how it is made. What it runs, the handler's awaitable guarded
+//! so that its outcome reaches the call in the task's own last step, is `guarded.rs`.
 //!
 //! On Python 3.12 and later a task is made with `eager_start`: its first step runs while it
 //! is made, so a handler that returns without waiting (most do: a lookup in memory, a check)
@@ -9,15 +9,20 @@
 //! On 3.11 an eager step would show the handler the caller's task as
 //! `asyncio.current_task()`, so tasks start on the next turn there.
 
+use crate::guarded::Guarded;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::{PyDict, PyString, PyType};
+use std::sync::{Arc, Mutex};
 
 /// Makes the tasks of one batch's handlers on its loop.
 pub(crate) enum TaskMaker {
     /// Through `loop.create_task`, bound once, for a loop with the app's task factory.
-    CreateTask(Py<PyAny>),
+    CreateTask {
+        create_task: Py<PyAny>,
+        names: TaskNames,
+    },
     /// `asyncio.Task(..., loop=event_loop, context=...)`, eagerly (`eager_start=True`) on
     /// Python 3.12 and later. Made directly rather than through `loop.create_task`, which
     /// does nothing more without a task factory and costs a call into Python code a task.
@@ -25,6 +30,7 @@ pub(crate) enum TaskMaker {
         task: Py<PyAny>,
         event_loop: Py<PyAny>,
         eager: bool,
+        names: TaskNames,
     },
 }
 
@@ -33,6 +39,7 @@ impl TaskMaker {
     /// the app set a task factory.
     pub(crate) fn new(event_loop: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = event_loop.py();
+        Guarded::register(py)?;
         if event_loop
             .call_method0(intern!(py, "get_task_factory"))?
             .is_none()
@@ -41,29 +48,32 @@ impl TaskMaker {
                 task: asyncio(py)?.getattr(intern!(py, "Task"))?.unbind(),
                 event_loop: event_loop.clone().unbind(),
                 eager: eager_python(py),
+                names: TaskNames::default(),
             });
         }
         let create_task = event_loop.getattr(intern!(py, "create_task"))?;
-        Ok(TaskMaker::CreateTask(create_task.unbind()))
+        Ok(TaskMaker::CreateTask {
+            create_task: create_task.unbind(),
+            names: TaskNames::default(),
+        })
     }
 
-    /// A task awaiting `awaitable` in a copy of `context`, guarded so that it hands its
-    /// outcome to `settle` (`settle(value, error)`, the host's `TaskSettle`) in its last step.
-    /// Made eagerly, its first step has run when this returns, and `settle` may have been
-    /// called.
+    /// A task running `guarded` (the handler's awaitable, guarded: `guarded.rs`) in a copy of
+    /// `context`, named after its tool. Made eagerly, its first step has run when this
+    /// returns, and the call may have been settled.
     pub(crate) fn start<'py>(
         &self,
-        awaitable: Bound<'py, PyAny>,
-        settle: Bound<'py, PyAny>,
+        guarded: Bound<'py, Guarded>,
         context: &Bound<'py, PyAny>,
+        tool: Option<&Arc<str>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let py = awaitable.py();
-        let guarded = exit_guard(py)?.call1((awaitable, settle))?;
+        let py = guarded.py();
         match self {
             TaskMaker::Direct {
                 task,
                 event_loop,
                 eager,
+                names,
             } => {
                 let kwargs = PyDict::new(py);
                 kwargs.set_item(intern!(py, "loop"), event_loop.bind(py))?;
@@ -71,16 +81,44 @@ impl TaskMaker {
                     intern!(py, "context"),
                     context.call_method0(intern!(py, "copy"))?,
                 )?;
+                // Named, a task is made without formatting a name of its own (`Task-<n>`),
+                // a tenth of what a task costs; and `asyncio.all_tasks()` shows the tool.
+                kwargs.set_item(intern!(py, "name"), names.of(py, tool))?;
                 if *eager {
                     kwargs.set_item(intern!(py, "eager_start"), true)?;
                 }
                 task.bind(py).call((guarded,), Some(&kwargs))
             }
             // The task copies the context current as it is made.
-            TaskMaker::CreateTask(create_task) => {
-                context.call_method1(intern!(py, "run"), (create_task.bind(py), guarded))
+            TaskMaker::CreateTask { create_task, names } => {
+                let kwargs = PyDict::new(py);
+                kwargs.set_item(intern!(py, "name"), names.of(py, tool))?;
+                let run = context.getattr(intern!(py, "run"))?;
+                run.call((create_task.bind(py), guarded), Some(&kwargs))
             }
         }
+    }
+}
+
+/// The names of a batch's handler tasks, `tooljig:<tool>`, each made once.
+#[derive(Default)]
+pub(crate) struct TaskNames(Mutex<Vec<(Arc<str>, Py<PyString>)>>);
+
+impl TaskNames {
+    fn of<'py>(&self, py: Python<'py>, tool: Option<&Arc<str>>) -> Bound<'py, PyString> {
+        let Some(tool) = tool else {
+            return intern!(py, "tooljig").clone();
+        };
+        let mut names = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, name)) = names
+            .iter()
+            .find(|(t, _)| Arc::ptr_eq(t, tool) || t == tool)
+        {
+            return name.bind(py).clone();
+        }
+        let name = PyString::new(py, &format!("tooljig:{tool}"));
+        names.push((tool.clone(), name.clone().unbind()));
+        name
     }
 }
 
@@ -121,58 +159,7 @@ pub(crate) fn asyncio(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         .map(|m| m.bind(py))
 }
 
-/// `guarded(awaitable, settle)`: awaits it and hands what came of it to `settle`
-/// (`TaskSettle`) in the task's own last step, rather than in a done callback a turn of the
-/// loop later, which the batch would wait for (and which would cost every call a loop
-/// callback). What it hands over:
-///
-/// - the value returned;
-/// - an exception raised, which the task then does not raise again, so asyncio has none to
-///   log as never retrieved. `SystemExit` is handed over as a `RuntimeError`: an asyncio task
-///   re-raises it out of the event loop itself, so a handler calling `sys.exit()` would end
-///   the app's loop (and `run_sync`); here it fails its own call (`internal_error`);
-/// - a cancellation, which the task then raises again, so it ends cancelled (and the same
-///   for a task collected while it waited on what nothing will ever finish: `GeneratorExit`);
-/// - `KeyboardInterrupt`, raised again: it is the user's Ctrl-C.
-///
-/// A task cancelled before its first step never runs this; its `settle` is dropped unused
-/// and settles the call then, closing the awaitable unrun (`TaskSettle`'s `Drop`).
-fn exit_guard(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    static GUARD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    GUARD
-        .get_or_try_init(py, || {
-            let code = c"from asyncio import CancelledError
-
-async def guarded(awaitable, settle):
-    try:
-        value = await awaitable
-    except (CancelledError, GeneratorExit, KeyboardInterrupt) as error:
-        settle(None, error)
-        raise
-    except SystemExit as exit:
-        settle(None, RuntimeError(
-            f'the handler raised SystemExit({exit.code!r}); a handler cannot end the process'
-        ))
-        return None
-    except BaseException as error:
-        settle(None, error)
-        return None
-    settle(value, None)
-    return value
-";
-            Ok(pyo3::types::PyModule::from_code(
-                py,
-                code,
-                c"tooljig_exit_guard.py",
-                c"tooljig_exit_guard",
-            )?
-            .getattr("guarded")?
-            .unbind())
-        })
-        .map(|g| g.bind(py))
-}
-
-fn coroutine_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+pub(crate) fn coroutine_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     static COROUTINE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
     COROUTINE
         .get_or_try_init(py, || {

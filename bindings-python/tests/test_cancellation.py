@@ -270,11 +270,11 @@ def test_system_exit_in_an_async_handler_fails_that_call_alone() -> None:
 
 
 def _handler_of(task: asyncio.Task[object]) -> str:
-    """The name of the handler a tooljig handler task runs (its guard awaits the handler's
-    coroutine), or ''."""
-    frame = getattr(task.get_coro(), "cr_frame", None)
-    inner = frame.f_locals.get("awaitable") if frame is not None else None
-    return getattr(inner, "__name__", "")
+    """The handler a tooljig handler task runs, by the name of its coroutine (a task factory
+    sees the task before it has its name, ``tooljig:<tool>``), or ''."""
+    if not task.get_name().startswith("tooljig:") and task.get_loop().get_task_factory() is None:
+        return ""
+    return getattr(task.get_coro(), "__qualname__", "").rsplit(".", 1)[-1]
 
 
 async def test_a_handler_task_cancelled_by_another_handler_ends_its_call(

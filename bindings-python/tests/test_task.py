@@ -1,9 +1,11 @@
-"""A handler's task on the loop (`src/task.rs`): made eagerly on Python 3.12 and later, so a
-handler that never waits settles its call before the loop turns; its own task either way."""
+"""A handler's task on the loop (`src/task.rs`, `src/guarded.rs`): made eagerly on Python
+3.12 and later, so a handler that never waits settles its call before the loop turns; its own
+task either way, named after its tool, and a coroutine to asyncio's eyes."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 
@@ -83,3 +85,66 @@ async def test_a_call_given_up_during_its_handlers_first_step_has_its_task_cance
     assert out.get("s").error_code == "timeout"
     assert out.get("q").envelope == {"ok": True, "data": 1}
     await asyncio.wait_for(cancelled.wait(), 2)
+
+
+async def test_a_handlers_task_is_named_after_its_tool_and_shows_where_it_waits(
+    engine: tooljig.Engine,
+) -> None:
+    # What an operator looking at a stuck app sees: `asyncio.all_tasks()` names the tool,
+    # the task's repr and stack reach the handler's own frame.
+    seen: dict[str, object] = {}
+    waiting = asyncio.Event()
+    release = asyncio.Event()
+
+    @engine.tool
+    async def lookup(q: str) -> str:
+        waiting.set()
+        await release.wait()
+        return q
+
+    batch = asyncio.ensure_future(engine.run([{"tool": "lookup", "arguments": {"q": "x"}}]))
+    await asyncio.wait_for(waiting.wait(), 5)
+    (task,) = [t for t in asyncio.all_tasks() if t.get_name() == "tooljig:lookup"]
+    coro = task.get_coro()
+    seen.update(
+        coroutine=asyncio.iscoroutine(coro),
+        repr="lookup" in repr(task),
+        stack=[f.f_code.co_name for f in task.get_stack()],
+    )
+    release.set()
+    out = await asyncio.wait_for(batch, 5)
+    assert out[0].envelope == {"ok": True, "data": "x"}
+    assert seen == {"coroutine": True, "repr": True, "stack": ["lookup"]}
+
+
+async def test_a_handlers_task_collected_while_it_waits_ends_its_call(
+    engine: tooljig.Engine,
+) -> None:
+    # The handler awaits a future nothing holds but itself: its task, its coroutine and the
+    # future are garbage together. Collected, the call ends as cancelled at once, not at its
+    # timeout, and the handler's own cleanup runs.
+    cleaned: list[bool] = []
+
+    @engine.tool(timeout_ms=30_000)
+    async def forgotten() -> str:
+        try:
+            await asyncio.get_running_loop().create_future()
+        finally:
+            cleaned.append(True)
+        return "never"
+
+    loop = asyncio.get_running_loop()
+    handler = loop.get_exception_handler()
+    # "Task was destroyed but it is pending!": asyncio's own word on such a task.
+    loop.set_exception_handler(lambda loop, context: None)
+    try:
+        batch = asyncio.ensure_future(engine.run([{"id": "f", "tool": "forgotten"}]))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        gc.collect()
+        out = await asyncio.wait_for(batch, 5)
+    finally:
+        loop.set_exception_handler(handler)
+    assert out.get("f").error_code == "cancelled"
+    assert "collected while it waited" in out.get("f").envelope["error"]["message"]
+    assert cleaned == [True]
