@@ -131,8 +131,9 @@ impl PyEngine {
     /// `(invoke, is_async)` of its `to_model_output` hook, called like a handler with the data;
     /// `on_success` the same of the hook run after each successful call, with
     /// `{"arguments", "result"}`. `sync_to_thread=False` runs a sync invoker on the caller's
-    /// event loop instead of a worker thread (`handler.rs`).
-    #[pyo3(signature = (spec, invoke, is_async, present=None, on_success=None, sync_to_thread=true))]
+    /// event loop instead of a worker thread (`handler.rs`). `takes_ctx=False`: the invoker
+    /// ignores its second argument, so it gets `None` there and no context is made.
+    #[pyo3(signature = (spec, invoke, is_async, present=None, on_success=None, sync_to_thread=true, takes_ctx=true))]
     #[allow(clippy::too_many_arguments)] // the Python method's keywords, one each
     fn register(
         &self,
@@ -143,6 +144,7 @@ impl PyEngine {
         present: Option<(Py<PyAny>, bool)>,
         on_success: Option<(Py<PyAny>, bool)>,
         sync_to_thread: bool,
+        takes_ctx: bool,
     ) -> PyResult<()> {
         let value = convert::from_py(spec)
             .map_err(|e| error::invalid_spec(py, format!("the tool spec is not JSON: {e}")))?;
@@ -154,7 +156,13 @@ impl PyEngine {
                     (false, true) => Kind::Sync,
                     (false, false) => Kind::SyncOnLoop,
                 };
-                Tool::new(spec, Arc::new(PyHandler::new(f, kind)))
+                let handler = PyHandler::new(f, kind);
+                let handler = if takes_ctx {
+                    handler
+                } else {
+                    handler.without_ctx()
+                };
+                Tool::new(spec, Arc::new(handler))
             }
             None => Tool::external(spec),
         };

@@ -16,7 +16,7 @@
 
 use crate::context::PyToolContext;
 use crate::convert;
-use crate::host::{AbandonGuard, Awaitable, BatchHost, MakeContext, Msg, Start, TaskSlot};
+use crate::host::{AbandonGuard, Awaitable, BatchHost, CtxArg, MakeContext, Msg, Start, TaskSlot};
 use crate::outcome;
 use crate::workers;
 use pyo3::exceptions::PyKeyboardInterrupt;
@@ -42,6 +42,9 @@ pub enum Kind {
 pub struct PyHandler {
     invoke: Arc<Py<PyAny>>,
     kind: Kind,
+    /// Whether the function declared a context parameter: if not, `invoke` gets `None` for it
+    /// and no context object is made for the call.
+    takes_ctx: bool,
 }
 
 impl PyHandler {
@@ -50,6 +53,15 @@ impl PyHandler {
         PyHandler {
             invoke: Arc::new(invoke),
             kind,
+            takes_ctx: true,
+        }
+    }
+
+    /// The same, calling `invoke(arguments, None)`: the function takes no context.
+    pub fn without_ctx(self) -> Self {
+        PyHandler {
+            takes_ctx: false,
+            ..self
         }
     }
 
@@ -62,28 +74,35 @@ impl PyHandler {
 impl Handler for PyHandler {
     fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
         let host = ctx.host.clone();
-        call_python(
-            &self.invoke,
-            self.kind,
-            host,
-            args,
-            Some(ctx),
-            "a Python handler",
-        )
+        let ctx = match self.takes_ctx {
+            true => Context::Given(ctx),
+            false => Context::Unused(ctx),
+        };
+        call_python(&self.invoke, self.kind, host, args, ctx, "a Python handler")
     }
 }
 
-/// Calls an app callable written in Python with a JSON argument — `invoke(args, ctx)` for a
-/// tool handler, `invoke(args)` (no `ctx`) for the policy hook, a resolver or an approval
-/// predicate — on the batch's event loop (`Kind::Async`) or a worker thread (`Kind::Sync`),
-/// and resolves to what it returned or raised, read as a handler's outcome. `host` is the
-/// batch's [`BatchHost`]; `what` names the callable in the error when there is none.
+/// What an app callable gets beside its JSON argument.
+pub enum Context {
+    /// Nothing: `invoke(args)`, for the policy hook, a resolver or an approval predicate.
+    Absent,
+    /// `None`: `invoke(args, None)`, for a handler that declared no context; the attempt's
+    /// context is dropped here, where it was made, and none is made for Python.
+    Unused(ToolContext),
+    /// The attempt's context: `invoke(args, ctx)`.
+    Given(ToolContext),
+}
+
+/// Calls an app callable written in Python with a JSON argument (and what `ctx` says) on the
+/// batch's event loop (`Kind::Async`) or a worker thread (`Kind::Sync`), and resolves to what
+/// it returned or raised, read as a handler's outcome. `host` is the batch's [`BatchHost`];
+/// `what` names the callable in the error when there is none.
 pub fn call_python(
     invoke: &Arc<Py<PyAny>>,
     kind: Kind,
     host: Option<HostData>,
     args: Value,
-    ctx: Option<ToolContext>,
+    ctx: Context,
     what: &'static str,
 ) -> BoxFuture<HandlerResult> {
     let host = host.and_then(|h| h.downcast::<BatchHost>().ok());
@@ -101,7 +120,13 @@ pub fn call_python(
             what: Awaitable::Call {
                 invoke: invoke.clone(),
                 args,
-                ctx: ctx.map(|c| (c, PyToolContext::into_py as MakeContext)),
+                ctx: match ctx {
+                    Context::Absent => CtxArg::Absent,
+                    Context::Unused(ctx) => CtxArg::Unused(ctx.tool.clone()),
+                    Context::Given(ctx) => {
+                        CtxArg::Given(ctx, PyToolContext::into_py as MakeContext)
+                    }
+                },
                 sync: kind == Kind::SyncOnLoop,
             },
             slot,
@@ -135,11 +160,15 @@ fn run_sync(
     py: Python<'_>,
     invoke: &Py<PyAny>,
     args: Value,
-    ctx: Option<ToolContext>,
+    ctx: Context,
     slot: Arc<TaskSlot>,
     host: &Arc<BatchHost>,
 ) {
-    if ctx.as_ref().is_some_and(|c| c.cancel.is_cancelled()) {
+    let cancelled = match &ctx {
+        Context::Absent => false,
+        Context::Unused(c) | Context::Given(c) => c.cancel.is_cancelled(),
+    };
+    if cancelled {
         // Timed out or cancelled while queued: nobody waits for it any more.
         slot.finish(Err(HandlerError::Tool(ToolError::new(
             ErrorCode::Cancelled,
@@ -149,12 +178,14 @@ fn run_sync(
     }
     let called = convert::to_py(py, &args).and_then(|args| {
         let context = host.context(py).call_method0(pyo3::intern!(py, "copy"))?;
+        let run = pyo3::intern!(py, "run");
         match ctx {
-            Some(ctx) => {
+            Context::Given(ctx) => {
                 let ctx = Py::new(py, PyToolContext::new(ctx))?;
-                context.call_method1(pyo3::intern!(py, "run"), (invoke.bind(py), args, ctx))
+                context.call_method1(run, (invoke.bind(py), args, ctx))
             }
-            None => context.call_method1(pyo3::intern!(py, "run"), (invoke.bind(py), args)),
+            Context::Unused(_) => context.call_method1(run, (invoke.bind(py), args, py.None())),
+            Context::Absent => context.call_method1(run, (invoke.bind(py), args)),
         }
     });
     match called {

@@ -86,15 +86,45 @@ pub enum Awaitable {
         invoke: Arc<Py<PyAny>>,
         /// Validated arguments.
         args: Value,
-        /// The attempt's context, passed as the second argument as `make` makes it; `None`
-        /// for app callables that take only their request (policy hook, resolvers).
-        ctx: Option<(ToolContext, MakeContext)>,
+        /// What the second argument is.
+        ctx: CtxArg,
         /// A `def` run right here (`sync_to_thread=False`): called in a copy of the batch's
         /// `contextvars`, as a worker thread would call it, since its body runs in the call.
         sync: bool,
     },
     /// An awaitable a sync handler returned.
     Object(Py<PyAny>),
+}
+
+/// The second argument of an invoker: the attempt's context, or not.
+pub enum CtxArg {
+    /// None: `invoke(args)`, for app callables that take only their request (policy hook,
+    /// resolvers).
+    Absent,
+    /// `invoke(args, None)`: the handler of `tool` declared no context, so none is made.
+    Unused(Arc<str>),
+    /// `invoke(args, ctx)`, the context made as `MakeContext` makes it.
+    Given(ToolContext, MakeContext),
+}
+
+impl CtxArg {
+    /// The tool whose handler this is, if it is one.
+    fn tool(&self) -> Option<&Arc<str>> {
+        match self {
+            CtxArg::Absent => None,
+            CtxArg::Unused(tool) => Some(tool),
+            CtxArg::Given(ctx, _) => Some(&ctx.tool),
+        }
+    }
+
+    /// The second argument, if `invoke` takes one.
+    fn make<'py>(self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(match self {
+            CtxArg::Absent => None,
+            CtxArg::Unused(_) => Some(py.None().into_bound(py)),
+            CtxArg::Given(ctx, make) => Some(make(py, ctx)?.into_bound(py)),
+        })
+    }
 }
 
 enum SlotState {
@@ -347,11 +377,8 @@ impl BatchHost {
             *state = SlotState::Starting;
         }
         let tool = match &what {
-            Awaitable::Call {
-                ctx: Some((ctx, _)),
-                ..
-            } => Some(ctx.tool.clone()),
-            _ => None,
+            Awaitable::Call { ctx, .. } => ctx.tool().cloned(),
+            Awaitable::Object(_) => None,
         };
         let made = match what {
             Awaitable::Call {
@@ -360,7 +387,7 @@ impl BatchHost {
                 ctx,
                 sync,
             } => convert::to_py(py, &args).and_then(|args| {
-                let ctx = ctx.map(|(ctx, make)| make(py, ctx)).transpose()?;
+                let ctx = ctx.make(py)?;
                 let invoke = invoke.bind(py);
                 if sync {
                     let copy = self

@@ -8,7 +8,7 @@
 //! exception, or an answer of the wrong shape, fails closed (`internal_error`, the traceback
 //! on the result's `detail`).
 
-use crate::handler::{Kind, call_python};
+use crate::handler::{Context, Kind, call_python};
 use pyo3::prelude::*;
 use serde_json::Value;
 use serde_json::json;
@@ -40,7 +40,14 @@ impl PyCallable {
         host: Option<HostData>,
         what: &'static str,
     ) -> BoxFuture<Result<Value, HandlerError>> {
-        call_python(&self.invoke, self.kind, host, request, None, what)
+        call_python(
+            &self.invoke,
+            self.kind,
+            host,
+            request,
+            Context::Absent,
+            what,
+        )
     }
 }
 
@@ -155,7 +162,7 @@ impl ApprovalPredicate for PyApprovalPredicate {
             self.kind,
             host,
             request,
-            None,
+            Context::Absent,
             "the approval predicate",
         );
         Box::pin(async move {

@@ -95,6 +95,7 @@ class Engine:
         present: tuple[Callable[[Any, ToolContext], Any], bool] | None = None,
         on_success: tuple[Callable[[Any, ToolContext], Any], bool] | None = None,
         sync_to_thread: bool = True,
+        takes_ctx: bool = True,
     ) -> None: ...
     def specs(self) -> list[dict[str, Any]]: ...
     def serve_mcp_http(

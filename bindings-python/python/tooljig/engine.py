@@ -23,7 +23,13 @@ from tooljig.durable import DurableRuns, MemoryStore, PostgresStore, RedisStore,
 from tooljig.mcp import McpEndpoints
 from tooljig.errors import InvalidInputError, InvalidPolicyError
 from tooljig.policy import Retry
-from tooljig.schema import from_function, invoker_for_schema, is_async_callable, output_schema_of
+from tooljig.schema import (
+    from_function,
+    invoker_for_schema,
+    is_async_callable,
+    output_schema_of,
+    takes_context,
+)
 
 __all__ = ["Engine", "EventStream"]
 
@@ -288,6 +294,7 @@ class Engine(DurableRuns, McpEndpoints):
                 to_model_output,
                 on_success,
                 sync_to_thread,
+                tool.takes_ctx,
             )
             return f
 
@@ -335,6 +342,7 @@ class Engine(DurableRuns, McpEndpoints):
             to_model_output,
             on_success,
             sync_to_thread,
+            handler is None or takes_context(handler),
         )
 
     def register_spec(
@@ -360,6 +368,7 @@ class Engine(DurableRuns, McpEndpoints):
             _hook("to_model_output", to_model_output),
             _hook("on_success", on_success),
             sync_to_thread,
+            handler is None or takes_context(handler),
         )
 
     def _register(
@@ -374,6 +383,7 @@ class Engine(DurableRuns, McpEndpoints):
         to_model_output: Callable[..., Any] | None = None,
         on_success: Callable[..., Any] | None = None,
         sync_to_thread: bool = True,
+        takes_ctx: bool = True,
     ) -> None:
         spec: dict[str, Any] = {"name": name, "description": description, "policy": policy}
         if input_schema is not None:
@@ -388,6 +398,7 @@ class Engine(DurableRuns, McpEndpoints):
             _hook("to_model_output", to_model_output),
             _hook("on_success", on_success),
             sync_to_thread,
+            takes_ctx,
         )
 
     def register_openapi(

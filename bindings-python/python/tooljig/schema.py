@@ -31,7 +31,7 @@ from pydantic.json_schema import GenerateJsonSchema
 from tooljig._native import ToolContext
 from tooljig.errors import InvalidArguments, UnsupportedTypeError
 
-__all__ = ["ToolDef", "from_function", "invoker_for_schema"]
+__all__ = ["ToolDef", "from_function", "invoker_for_schema", "takes_context"]
 
 Invoke = Callable[[dict[str, Any], ToolContext], Any]
 
@@ -45,6 +45,9 @@ class ToolDef:
     input_schema: dict[str, Any]
     invoke: Invoke
     is_async: bool
+    #: Whether ``invoke`` uses its second argument; when not, it is given ``None`` and no
+    #: context is made for the call.
+    takes_ctx: bool = True
 
 
 class _NoFieldTitles(GenerateJsonSchema):
@@ -152,9 +155,10 @@ def from_function(
     if plain and numbers:
         with_model = _invoker(fn, model, ctx_param)
         invoke = _numbers_as_they_are(fn, numbers, with_model=with_model, ctx_param=ctx_param)
+    takes_ctx = ctx_param is not None
     if is_async_generator(fn):
-        invoke = streamed(invoke)
-    return ToolDef(tool_name, text.strip(), schema, invoke, is_async_callable(fn))
+        invoke, takes_ctx = streamed(invoke), True
+    return ToolDef(tool_name, text.strip(), schema, invoke, is_async_callable(fn), takes_ctx)
 
 
 def _model(tool_name: str, fields: dict[str, Any]) -> type[pydantic.BaseModel]:
@@ -228,6 +232,20 @@ def _invoker(
 def invoker_for_schema(handler: Callable[..., Any]) -> Invoke:
     """``invoke`` for a handler registered with a raw JSON Schema: it is called with the
     arguments dict, plus the context when it takes a second positional parameter."""
+    if _takes_second(handler):
+        invoke: Invoke = lambda args, ctx: handler(args, ctx)  # noqa: E731
+    else:
+        invoke = lambda args, ctx: handler(args)  # noqa: E731
+    return streamed(invoke) if is_async_generator(handler) else invoke
+
+
+def takes_context(handler: Callable[..., Any]) -> bool:
+    """Whether the invoker :func:`invoker_for_schema` makes for ``handler`` uses the context:
+    the handler takes it, or streams (its partial outputs go through it)."""
+    return _takes_second(handler) or is_async_generator(handler)
+
+
+def _takes_second(handler: Callable[..., Any]) -> bool:
     try:
         params = list(inspect.signature(handler).parameters.values())
     except (TypeError, ValueError):
@@ -235,12 +253,7 @@ def invoker_for_schema(handler: Callable[..., Any]) -> Invoke:
     positional = [
         p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
-    takes_ctx = len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
-    if takes_ctx:
-        invoke: Invoke = lambda args, ctx: handler(args, ctx)  # noqa: E731
-    else:
-        invoke = lambda args, ctx: handler(args)  # noqa: E731
-    return streamed(invoke) if is_async_generator(handler) else invoke
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
 def _invalid_arguments(e: pydantic.ValidationError) -> InvalidArguments:
