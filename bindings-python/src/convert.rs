@@ -10,6 +10,7 @@
 //! `UUID`, sets, ...) go through `pydantic_core.to_jsonable_python` once, the serializer
 //! pydantic itself uses; what that cannot serialize is refused with a clear message.
 
+use crate::keys;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -46,7 +47,7 @@ pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>>
         Value::Object(map) => {
             let dict = PyDict::new(py);
             for (k, v) in map {
-                dict.set_item(k, to_py(py, v)?)?;
+                dict.set_item(keys::key(py, k), to_py(py, v)?)?;
             }
             dict.into_any()
         }

@@ -28,6 +28,7 @@ pub mod host;
 pub mod imports;
 pub mod inbox;
 pub mod interrupt;
+pub mod keys;
 #[cfg(unix)]
 pub mod loop_waker;
 pub mod mcp;

@@ -13,7 +13,7 @@
 use crate::convert;
 use crate::error::classes;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::{Map, Value};
 use std::str::FromStr;
 use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError, Violation};
@@ -21,7 +21,12 @@ use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError, Violation};
 /// What a handler returned, read as the core's outcome.
 pub fn from_value(obj: &Bound<'_, PyAny>) -> HandlerResult {
     let py = obj.py();
-    if let Ok(c) = classes(py) {
+    // A plain JSON value (the common case) is none of the classes below.
+    let plain = obj.is_none()
+        || obj.is_exact_instance_of::<PyDict>()
+        || obj.is_exact_instance_of::<PyList>()
+        || obj.is_exact_instance_of::<PyString>();
+    if !plain && let Ok(c) = classes(py) {
         if obj.is_instance(c.needs.bind(py)).unwrap_or(false) {
             return Err(needs(obj));
         }
