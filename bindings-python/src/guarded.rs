@@ -1,5 +1,5 @@
 //! The coroutine a handler's task runs: it awaits the handler's awaitable, step by step, and
-//! hands what came of it to the call (`BatchHost::task_done`) in the task's own last step,
+//! hands what came of it to the call ([`Settle`]) in the task's own last step,
 //! rather than in a done callback a turn of the loop later, which the batch would wait for.
 //!
 //! Written in Rust rather than as an `async def` around the awaitable: a coroutine frame made,
@@ -23,7 +23,6 @@
 //! closes the handler's coroutine unrun; one collected while it waited on what nothing will
 //! ever finish ends its call as cancelled too.
 
-use crate::host::{BatchHost, TaskSlot, lock};
 use crate::outcome;
 use crate::task;
 use pyo3::exceptions::asyncio::CancelledError;
@@ -36,13 +35,17 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::iterator::PySendResult;
 use pyo3::types::{PyIterator, PyType};
 use pyo3::{PyTraverseError, PyVisit, intern};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError};
 
-/// The call a [`Guarded`] settles.
-pub(crate) struct Settle {
-    pub(crate) slot: Arc<TaskSlot>,
-    pub(crate) host: Arc<BatchHost>,
+/// Where a [`Guarded`] hands the outcome of its call (the batch's host, `host.rs`).
+pub(crate) trait Settle: Send + Sync {
+    /// In the task's last step, on the loop thread: the call ends, and what that wakes may
+    /// go on right here.
+    fn in_step(self: Box<Self>, py: Python<'_>, result: HandlerResult);
+    /// From outside a step (dropped, perhaps by the collector): the call ends, nothing else
+    /// runs from here.
+    fn outside(self: Box<Self>, result: HandlerResult);
 }
 
 /// Awaits a handler's awaitable as a task's coroutine and settles its call with the outcome.
@@ -61,7 +64,7 @@ struct State {
     /// Whether its first step came.
     started: bool,
     /// The call; `None` once settled.
-    settle: Option<Settle>,
+    settle: Option<Box<dyn Settle>>,
 }
 
 /// How one step of the awaitable ended.
@@ -73,7 +76,7 @@ enum Step {
 
 impl Guarded {
     /// A coroutine awaiting `awaitable` for the call of `settle`.
-    pub(crate) fn new(awaitable: Py<PyAny>, settle: Settle) -> Self {
+    pub(crate) fn new(awaitable: Py<PyAny>, settle: Box<dyn Settle>) -> Self {
         Guarded(Mutex::new(State {
             awaitable: Some(awaitable),
             settle: Some(settle),
@@ -94,7 +97,7 @@ impl Guarded {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        lock(&self.0)
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// What the next step goes to, made at the first step as `await` makes it: the iterator
@@ -124,8 +127,8 @@ impl Guarded {
     /// Hands `result` to the call, once.
     fn settle(&self, py: Python<'_>, result: HandlerResult) {
         let settle = self.state().settle.take();
-        if let Some(Settle { slot, host }) = settle {
-            host.task_done(py, &slot, result);
+        if let Some(settle) = settle {
+            settle.in_step(py, result);
         }
     }
 
@@ -155,7 +158,7 @@ impl Guarded {
         } else {
             "the tool's task was cancelled before it started"
         };
-        settle.slot.finish(Err(cancelled(message)));
+        settle.outside(Err(cancelled(message)));
     }
 
     /// A step's end as the task must see it: `Some` to pass on what the awaitable yielded,

@@ -231,6 +231,7 @@ impl BatchHost {
         stream_events: bool,
     ) -> PyResult<Arc<BatchHost>> {
         let event_loop = locals.event_loop(py);
+        Guarded::register(py)?;
         let tasks = TaskMaker::new(&event_loop)?;
         #[cfg(unix)]
         let waker = LoopWaker::of(py, &event_loop)?;
@@ -421,11 +422,11 @@ impl BatchHost {
             slot.finish(outcome::from_value(&obj));
             return Ok(());
         }
-        let settle = Settle {
+        let settle = Box::new(SlotSettle {
             slot: slot.clone(),
             host: self.clone(),
-        };
-        let guarded = Bound::new(py, Guarded::new(obj.unbind(), settle))?;
+        });
+        let guarded = Bound::new(py, Guarded::new(obj.unbind(), settle))?.into_any();
         let task = match self
             .tasks
             .start(guarded, &self.locals.context(py), tool.as_ref())
@@ -542,12 +543,7 @@ impl BatchHost {
 
     /// A handler task ended with `result` (`guarded.rs`): hands it over and, on this same thread, goes on
     /// with what that wakes (the batch's next poll, its end) without a wake-up of the loop.
-    pub(crate) fn task_done(
-        self: &Arc<Self>,
-        py: Python<'_>,
-        slot: &TaskSlot,
-        result: HandlerResult,
-    ) {
+    fn task_done(self: &Arc<Self>, py: Python<'_>, slot: &TaskSlot, result: HandlerResult) {
         let me = Arc::as_ptr(self) as usize;
         let outer = SERVING.replace(me);
         slot.finish(result);
@@ -607,6 +603,22 @@ struct Drain(Arc<BatchHost>);
 impl Drain {
     fn __call__(&self, py: Python<'_>) {
         self.0.serve_posted(py);
+    }
+}
+
+/// The call of a handler task's coroutine (`guarded.rs`): its slot, in its batch.
+struct SlotSettle {
+    slot: Arc<TaskSlot>,
+    host: Arc<BatchHost>,
+}
+
+impl Settle for SlotSettle {
+    fn in_step(self: Box<Self>, py: Python<'_>, result: HandlerResult) {
+        self.host.task_done(py, &self.slot, result);
+    }
+
+    fn outside(self: Box<Self>, result: HandlerResult) {
+        self.slot.finish(result);
     }
 }
 

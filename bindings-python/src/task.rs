@@ -9,7 +9,6 @@
 //! On 3.11 an eager step would show the handler the caller's task as
 //! `asyncio.current_task()`, so tasks start on the next turn there.
 
-use crate::guarded::Guarded;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -39,7 +38,6 @@ impl TaskMaker {
     /// the app set a task factory.
     pub(crate) fn new(event_loop: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = event_loop.py();
-        Guarded::register(py)?;
         if event_loop
             .call_method0(intern!(py, "get_task_factory"))?
             .is_none()
@@ -63,7 +61,7 @@ impl TaskMaker {
     /// returns, and the call may have been settled.
     pub(crate) fn start<'py>(
         &self,
-        guarded: Bound<'py, Guarded>,
+        guarded: Bound<'py, PyAny>,
         context: &Bound<'py, PyAny>,
         tool: Option<&Arc<str>>,
     ) -> PyResult<Bound<'py, PyAny>> {
