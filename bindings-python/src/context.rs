@@ -53,8 +53,11 @@ impl PyToolContext {
         // Cancelled with this attempt, and when the awaiting task is cancelled.
         let cancel = self.inner.cancel.child_token();
         let future = locals.event_loop(py).call_method0("create_future")?;
-        future.call_method1("add_done_callback", (CancelOnCancelled(cancel.clone()),))?;
         let host = BatchHost::start(py, locals, future.clone(), false)?;
+        host.cancel_with(
+            py,
+            Bound::new(py, CancelOnCancelled(cancel.clone()))?.into_any(),
+        )?;
         handle.spawn(async move {
             let nested = Nested {
                 host: Some(host.clone()),

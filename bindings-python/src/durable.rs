@@ -258,8 +258,11 @@ pub fn start<'py>(
         .copy_context(py)?;
     let (handle, cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
     let future = locals.event_loop(py).call_method0("create_future")?;
-    future.call_method1("add_done_callback", (CancelOnCancelled(cancel.clone()),))?;
     let host = BatchHost::start(py, locals, future.clone(), false)?;
+    host.cancel_with(
+        py,
+        Bound::new(py, CancelOnCancelled(cancel.clone()))?.into_any(),
+    )?;
     let live = BatchOptions {
         cancel: Some(cancel),
         host: Some(host.clone()),

@@ -433,7 +433,10 @@ impl PyEngine {
         // without the loop ever turning (nothing else can touch the future before this
         // returns: it is made and resolved on this thread).
         if !future.call_method0("done")?.is_truthy()? {
-            future.call_method1("add_done_callback", (CancelOnCancelled(cancel.clone()),))?;
+            host.cancel_with(
+                py,
+                Bound::new(py, CancelOnCancelled(cancel.clone()))?.into_any(),
+            )?;
         }
         Ok(PyBatch::new(host, cancel, future.unbind()))
     }

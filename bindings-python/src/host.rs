@@ -22,6 +22,7 @@ use crate::loop_waker::{LoopWaker, Woken};
 use crate::outcome;
 use crate::results::PyBatchResult;
 use crate::task::{self, TaskMaker};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyWeakrefMethods, PyWeakrefReference};
 use pyo3_async_runtimes::TaskLocals;
@@ -200,6 +201,9 @@ impl Drop for AbandonGuard {
 struct LoopSide {
     /// The asyncio future `Engine.run` awaits.
     result: Py<PyAny>,
+    /// Its done callback that cancels the batch when the future is cancelled
+    /// ([`BatchHost::cancel_with`]), taken off before the batch settles it.
+    on_cancel: Option<Py<PyAny>>,
     /// Events not yet taken by `next_events`, when the batch streams them; done once `Done`
     /// was handled.
     events: EventQueue<Event>,
@@ -243,6 +247,7 @@ impl BatchHost {
             waker,
             side: Mutex::new(LoopSide {
                 result: result.unbind(),
+                on_cancel: None,
                 events: EventQueue::new(stream_events),
             }),
             tasks,
@@ -464,6 +469,26 @@ impl BatchHost {
         Ok(())
     }
 
+    /// Adds `callback` (it cancels the batch) to the batch's future as its done callback.
+    /// The batch takes it off before it settles the future itself: left on, it would be
+    /// scheduled as the future settles, a loop callback a batch only to find it was not
+    /// cancelled.
+    pub fn cancel_with(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
+        let future = lock(&self.side).result.clone_ref(py);
+        future.call_method1(py, intern!(py, "add_done_callback"), (&callback,))?;
+        lock(&self.side).on_cancel = Some(callback.unbind());
+        Ok(())
+    }
+
+    /// Takes the done callback of [`BatchHost::cancel_with`] off `future`, about to settle.
+    fn uncancel(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        let callback = lock(&self.side).on_cancel.take();
+        if let Some(callback) = callback {
+            future.call_method1(intern!(future.py(), "remove_done_callback"), (callback,))?;
+        }
+        Ok(())
+    }
+
     fn finish(&self, py: Python<'_>, out: BatchResult) -> PyResult<()> {
         let result = Py::new(py, PyBatchResult::new(py, out)?)?;
         let (future, ready) = {
@@ -471,6 +496,7 @@ impl BatchHost {
             side.events.finish();
             (side.result.clone_ref(py), side.events.ready())
         };
+        self.uncancel(future.bind(py))?;
         resolve(future.bind(py), result.into_bound(py).into_any())?;
         if let Some((waiter, events)) = ready {
             resolve(waiter.bind(py), to_list(py, events)?.into_any())?;
@@ -486,6 +512,7 @@ impl BatchHost {
             side.result.clone_ref(py)
         };
         let future = future.bind(py);
+        self.uncancel(future)?;
         if !future.call_method0("done")?.is_truthy()? {
             let exc = pyo3::exceptions::PyRuntimeError::new_err(why);
             future.call_method1("set_exception", (exc.value(py),))?;
@@ -503,6 +530,7 @@ impl BatchHost {
             Some(r) => Py::new(py, crate::results::PyCallResult::new(r))?.into_any(),
             None => py.None(),
         };
+        self.uncancel(future.bind(py))?;
         resolve(future.bind(py), result.into_bound(py))
     }
 
@@ -513,6 +541,7 @@ impl BatchHost {
             side.result.clone_ref(py)
         };
         let future = future.bind(py);
+        self.uncancel(future)?;
         if future.call_method0("done")?.is_truthy()? {
             return Ok(());
         }

@@ -18,10 +18,7 @@ use std::sync::{Arc, Mutex};
 /// Makes the tasks of one batch's handlers on its loop.
 pub(crate) enum TaskMaker {
     /// Through `loop.create_task`, bound once, for a loop with the app's task factory.
-    CreateTask {
-        create_task: Py<PyAny>,
-        names: TaskNames,
-    },
+    CreateTask(Py<PyAny>),
     /// `asyncio.Task(..., loop=event_loop, context=...)`, eagerly (`eager_start=True`) on
     /// Python 3.12 and later. Made directly rather than through `loop.create_task`, which
     /// does nothing more without a task factory and costs a call into Python code a task.
@@ -29,7 +26,6 @@ pub(crate) enum TaskMaker {
         task: Py<PyAny>,
         event_loop: Py<PyAny>,
         eager: bool,
-        names: TaskNames,
     },
 }
 
@@ -46,14 +42,10 @@ impl TaskMaker {
                 task: asyncio(py)?.getattr(intern!(py, "Task"))?.unbind(),
                 event_loop: event_loop.clone().unbind(),
                 eager: eager_python(py),
-                names: TaskNames::default(),
             });
         }
         let create_task = event_loop.getattr(intern!(py, "create_task"))?;
-        Ok(TaskMaker::CreateTask {
-            create_task: create_task.unbind(),
-            names: TaskNames::default(),
-        })
+        Ok(TaskMaker::CreateTask(create_task.unbind()))
     }
 
     /// A task running `guarded` (the handler's awaitable, guarded: `guarded.rs`) in a copy of
@@ -71,7 +63,6 @@ impl TaskMaker {
                 task,
                 event_loop,
                 eager,
-                names,
             } => {
                 let kwargs = PyDict::new(py);
                 kwargs.set_item(intern!(py, "loop"), event_loop.bind(py))?;
@@ -81,16 +72,16 @@ impl TaskMaker {
                 )?;
                 // Named, a task is made without formatting a name of its own (`Task-<n>`),
                 // a tenth of what a task costs; and `asyncio.all_tasks()` shows the tool.
-                kwargs.set_item(intern!(py, "name"), names.of(py, tool))?;
+                kwargs.set_item(intern!(py, "name"), task_name(py, tool))?;
                 if *eager {
                     kwargs.set_item(intern!(py, "eager_start"), true)?;
                 }
                 task.bind(py).call((guarded,), Some(&kwargs))
             }
             // The task copies the context current as it is made.
-            TaskMaker::CreateTask { create_task, names } => {
+            TaskMaker::CreateTask(create_task) => {
                 let kwargs = PyDict::new(py);
-                kwargs.set_item(intern!(py, "name"), names.of(py, tool))?;
+                kwargs.set_item(intern!(py, "name"), task_name(py, tool))?;
                 let run = context.getattr(intern!(py, "run"))?;
                 run.call((create_task.bind(py), guarded), Some(&kwargs))
             }
@@ -98,26 +89,35 @@ impl TaskMaker {
     }
 }
 
-/// The names of a batch's handler tasks, `tooljig:<tool>`, each made once.
-#[derive(Default)]
-pub(crate) struct TaskNames(Mutex<Vec<(Arc<str>, Py<PyString>)>>);
+/// Handler tasks' names, `tooljig:<tool>`, each made once, not once a batch; past `NAMES`
+/// tools, made for each task.
+type Names = Mutex<Vec<(Arc<str>, Py<PyString>)>>;
 
-impl TaskNames {
-    fn of<'py>(&self, py: Python<'py>, tool: Option<&Arc<str>>) -> Bound<'py, PyString> {
-        let Some(tool) = tool else {
-            return intern!(py, "tooljig").clone();
-        };
-        let mut names = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, name)) = names
-            .iter()
-            .find(|(t, _)| Arc::ptr_eq(t, tool) || t == tool)
-        {
-            return name.bind(py).clone();
-        }
-        let name = PyString::new(py, &format!("tooljig:{tool}"));
-        names.push((tool.clone(), name.clone().unbind()));
-        name
+const NAMES: usize = 256;
+
+/// The name of a task of `tool`'s handler (`tooljig` when it is no tool's).
+fn task_name<'py>(py: Python<'py>, tool: Option<&Arc<str>>) -> Bound<'py, PyString> {
+    static NAMED: PyOnceLock<Names> = PyOnceLock::new();
+    let Some(tool) = tool else {
+        return intern!(py, "tooljig").clone();
+    };
+    let named = NAMED.get_or_init(py, Mutex::default);
+    if let Some((_, name)) = lock(named)
+        .iter()
+        .find(|(t, _)| Arc::ptr_eq(t, tool) || t == tool)
+    {
+        return name.bind(py).clone();
     }
+    let name = PyString::new(py, &format!("tooljig:{tool}"));
+    let mut named = lock(named);
+    if named.len() < NAMES {
+        named.push((tool.clone(), name.clone().unbind()));
+    }
+    name
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Whether this Python makes tasks eagerly (3.12 and later); asked once, since pyo3 reads the
