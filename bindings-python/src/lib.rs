@@ -22,6 +22,7 @@ pub mod durable;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod fork;
 pub mod guarded;
 pub mod handler;
 pub mod host;
@@ -96,6 +97,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     imports::register(m)?;
     otel::register(m)?;
     stream::register(m)?;
+    fork::register(m)?;
     m.add("ERROR_CODES", error_codes())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -42,7 +42,8 @@ pub struct LoopWaker {
 
 /// A loop this process has a waker for (`None`: it cannot watch a socket).
 struct Known {
-    pid: u32,
+    /// The process it was made in (`fork.rs`).
+    process: u64,
     event_loop: Py<PyAny>,
     waker: Option<Arc<LoopWaker>>,
 }
@@ -54,10 +55,10 @@ impl LoopWaker {
     /// socket (no `add_reader`, like Windows' proactor loop): its batches are woken through
     /// `call_soon_threadsafe`. Called on the loop's thread.
     pub fn of(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Option<Arc<LoopWaker>>> {
-        let pid = std::process::id();
+        let process = crate::fork::this_process();
         let known: Vec<(Py<PyAny>, Option<Arc<LoopWaker>>)> = lock(&KNOWN)
             .iter()
-            .filter(|k| k.pid == pid)
+            .filter(|k| k.process == process)
             .map(|k| (k.event_loop.clone_ref(py), k.waker.clone()))
             .collect();
         if let Some((_, waker)) = known.iter().find(|(l, _)| l.bind(py).is(event_loop)) {
@@ -75,10 +76,10 @@ impl LoopWaker {
             let mut all = lock(&KNOWN);
             let (kept, gone) = std::mem::take(&mut *all)
                 .into_iter()
-                .partition(|k| k.pid == pid && !closed.contains(&k.event_loop.as_ptr()));
+                .partition(|k| k.process == process && !closed.contains(&k.event_loop.as_ptr()));
             *all = kept;
             all.push(Known {
-                pid,
+                process,
                 event_loop: event_loop.clone().unbind(),
                 waker: waker.clone(),
             });

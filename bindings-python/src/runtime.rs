@@ -30,7 +30,8 @@ use tokio_util::sync::CancellationToken;
 static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
 
 struct State {
-    pid: u32,
+    /// The process it was made in (`fork.rs`).
+    process: u64,
     runtime: Option<Runtime>,
     root: CancellationToken,
 }
@@ -53,8 +54,8 @@ pub fn for_batch() -> Result<(Handle, CancellationToken), String> {
         return Err("tooljig is shutting down with the interpreter; no new batch starts".into());
     }
     let mut state = lock();
-    let pid = std::process::id();
-    if state.as_ref().is_some_and(|s| s.pid != pid) {
+    let process = crate::fork::this_process();
+    if state.as_ref().is_some_and(|s| s.process != process) {
         // A forked child: the parent's runtime has no threads here.
         if let Some(old) = state.take() {
             std::mem::forget(old);
@@ -68,7 +69,7 @@ pub fn for_batch() -> Result<(Handle, CancellationToken), String> {
             .build()
             .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
         *state = Some(State {
-            pid,
+            process,
             runtime: Some(runtime),
             root: CancellationToken::new(),
         });
@@ -90,7 +91,7 @@ pub fn shutdown(wait_workers: impl FnOnce()) {
     let runtime = {
         let mut state = lock();
         match state.as_mut() {
-            Some(s) if s.pid == std::process::id() => {
+            Some(s) if s.process == crate::fork::this_process() => {
                 s.root.cancel();
                 s.runtime.take()
             }

@@ -27,7 +27,8 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 pub type Job = Box<dyn for<'py> FnOnce(Python<'py>) + Send>;
 
 struct Pool {
-    pid: u32,
+    /// The process it was made in (`fork.rs`).
+    process: u64,
     tx: Sender<Job>,
     rx: Receiver<Job>,
     /// Workers alive.
@@ -42,9 +43,9 @@ static POOL: Mutex<Option<Arc<Pool>>> = Mutex::new(None);
 
 fn pool() -> Arc<Pool> {
     let mut slot = POOL.lock().unwrap_or_else(|p| p.into_inner());
-    let pid = std::process::id();
+    let process = crate::fork::this_process();
     match slot.as_ref() {
-        Some(p) if p.pid == pid => p.clone(),
+        Some(p) if p.process == process => p.clone(),
         stale => {
             // A forked child inherits the counters but not the threads: start over.
             if let Some(old) = stale {
@@ -52,7 +53,7 @@ fn pool() -> Arc<Pool> {
             }
             let (tx, rx) = crossbeam_channel::unbounded();
             let p = Arc::new(Pool {
-                pid,
+                process,
                 tx,
                 rx,
                 workers: AtomicUsize::new(0),
@@ -160,7 +161,7 @@ pub fn wait_detached() {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .as_ref()
-        .filter(|p| p.pid == std::process::id())
+        .filter(|p| p.process == crate::fork::this_process())
         .cloned()
     else {
         return;
