@@ -52,17 +52,3 @@ impl PyBatch {
         self.cancel.is_cancelled()
     }
 }
-
-/// The result future's done callback: a cancelled future cancels the batch.
-#[pyclass(frozen)]
-pub struct CancelOnCancelled(pub CancellationToken);
-
-#[pymethods]
-impl CancelOnCancelled {
-    fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
-        if future.call_method0("cancelled")?.is_truthy()? {
-            self.0.cancel();
-        }
-        Ok(())
-    }
-}

@@ -1,6 +1,5 @@
 //! `tooljig.ToolContext`: what a handler knows about the call it runs.
 
-use crate::batch::CancelOnCancelled;
 use crate::caller::PyCaller;
 use crate::host::{BatchHost, Msg};
 use crate::runtime;
@@ -54,10 +53,7 @@ impl PyToolContext {
         let cancel = self.inner.cancel.child_token();
         let future = locals.event_loop(py).call_method0("create_future")?;
         let host = BatchHost::start(py, locals, future.clone(), false)?;
-        host.cancel_with(
-            py,
-            Bound::new(py, CancelOnCancelled(cancel.clone()))?.into_any(),
-        )?;
+        host.cancel_with(py, &cancel)?;
         handle.spawn(async move {
             let nested = Nested {
                 host: Some(host.clone()),

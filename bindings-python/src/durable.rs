@@ -7,7 +7,6 @@
 //! compensations a rollback runs, find the caller's loop (`Engine::resume_with`,
 //! `Engine::rollback_with`). The Pythonic methods are in `python/tooljig/engine.py`.
 
-use crate::batch::CancelOnCancelled;
 use crate::convert;
 use crate::error;
 use crate::host::{BatchHost, Msg};
@@ -259,10 +258,7 @@ pub fn start<'py>(
     let (handle, cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
     let future = locals.event_loop(py).call_method0("create_future")?;
     let host = BatchHost::start(py, locals, future.clone(), false)?;
-    host.cancel_with(
-        py,
-        Bound::new(py, CancelOnCancelled(cancel.clone()))?.into_any(),
-    )?;
+    host.cancel_with(py, &cancel)?;
     let live = BatchOptions {
         cancel: Some(cancel),
         host: Some(host.clone()),

@@ -1,6 +1,6 @@
 //! `Engine`: the core engine, with tools whose handlers are Python callables.
 
-use crate::batch::{CancelOnCancelled, PyBatch};
+use crate::batch::PyBatch;
 use crate::caller::PyCaller;
 use crate::convert;
 use crate::driven::BatchFuture;
@@ -433,10 +433,7 @@ impl PyEngine {
         // without the loop ever turning (nothing else can touch the future before this
         // returns: it is made and resolved on this thread).
         if !future.call_method0("done")?.is_truthy()? {
-            host.cancel_with(
-                py,
-                Bound::new(py, CancelOnCancelled(cancel.clone()))?.into_any(),
-            )?;
+            host.cancel_with(py, &cancel)?;
         }
         Ok(PyBatch::new(host, cancel, future.unbind()))
     }

@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 use tooljig::{BatchResult, Event, HandlerResult, ToolContext, ToolError};
 
 /// Locks `m` even when poisoned: a panic elsewhere must not wedge every later batch or run.
@@ -469,11 +470,12 @@ impl BatchHost {
         Ok(())
     }
 
-    /// Adds `callback` (it cancels the batch) to the batch's future as its done callback.
+    /// Makes a cancelled batch future cancel `cancel`, by a done callback on the future.
     /// The batch takes it off before it settles the future itself: left on, it would be
     /// scheduled as the future settles, a loop callback a batch only to find it was not
     /// cancelled.
-    pub fn cancel_with(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
+    pub fn cancel_with(&self, py: Python<'_>, cancel: &CancellationToken) -> PyResult<()> {
+        let callback = Bound::new(py, CancelOnCancelled(cancel.clone()))?.into_any();
         let future = lock(&self.side).result.clone_ref(py);
         future.call_method1(py, intern!(py, "add_done_callback"), (&callback,))?;
         lock(&self.side).on_cancel = Some(callback.unbind());
@@ -570,8 +572,9 @@ impl BatchHost {
         Ok(future)
     }
 
-    /// A handler task ended with `result` (`guarded.rs`): hands it over and, on this same thread, goes on
-    /// with what that wakes (the batch's next poll, its end) without a wake-up of the loop.
+    /// A handler task ended with `result` (`guarded.rs`): hands it over and, on this same
+    /// thread, goes on with what that wakes (the batch's next poll, its end) without a
+    /// wake-up of the loop.
     fn task_done(self: &Arc<Self>, py: Python<'_>, slot: &TaskSlot, result: HandlerResult) {
         let me = Arc::as_ptr(self) as usize;
         let outer = SERVING.replace(me);
@@ -671,5 +674,19 @@ impl std::task::Wake for PollWaker {
         if let Some(host) = self.0.upgrade() {
             host.queue_poll();
         }
+    }
+}
+
+/// The result future's done callback: a cancelled future cancels the batch.
+#[pyclass(frozen)]
+pub struct CancelOnCancelled(pub CancellationToken);
+
+#[pymethods]
+impl CancelOnCancelled {
+    fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        if future.call_method0("cancelled")?.is_truthy()? {
+            self.0.cancel();
+        }
+        Ok(())
     }
 }

@@ -4,9 +4,9 @@
 //! auth hook run there, and resolves a future when it ends. The Pythonic layer is
 //! `python/tooljig/mcp.py`.
 
-use crate::batch::CancelOnCancelled;
 use crate::convert;
 use crate::error;
+use crate::host::CancelOnCancelled;
 use crate::host::{BatchHost, Msg};
 use crate::runtime;
 use crate::seams::PyHttpAuth;

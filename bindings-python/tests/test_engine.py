@@ -137,6 +137,10 @@ async def test_malformed_calls_are_refused_with_the_reason(engine: tooljig.Engin
         await engine.run([{"id": "a"}])
     with pytest.raises(tooljig.InvalidInputError, match="unknown field `tol`"):
         await engine.run([{"tool": "x", "tol": 1}])
+    # One call handed over where a list belongs is named as such, not read as its keys.
+    for not_a_list in ({"tool": "x"}, "x"):
+        with pytest.raises(tooljig.InvalidInputError, match="expected a list of calls"):
+            await engine.run(not_a_list)  # type: ignore[arg-type]
     # Arguments without a JSON form refuse their own call only.
     out = await engine.run([{"tool": "x", "arguments": object()}])
     assert out.results[0].error_code == "unknown_tool"

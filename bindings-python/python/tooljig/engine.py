@@ -541,7 +541,9 @@ class Engine(DurableRuns, McpEndpoints):
             given = {"concurrency": concurrency, "deadline_ms": deadline_ms, "max_calls": max_calls}
             opts = {k: v for k, v in given.items() if v is not None}
             opts.update(options)
-        batch = calls if type(calls) is list else list(calls)
+        # One call or a string where the list belongs goes as it is, for the core to name
+        # the mistake rather than read the keys or letters as calls.
+        batch: Any = calls if type(calls) is list or isinstance(calls, (str, Mapping)) else list(calls)
         return self._native.start(batch, caller, opts, events)
 
 
