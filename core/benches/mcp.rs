@@ -12,7 +12,9 @@
 //! schema validation, a rate limit, audit to memory (records chained, then forwarded), the
 //! envelope as the result.
 //!
-//! The servers take turns in short slices, so drift of the shared host weighs on each alike.
+//! The servers take turns in short slices, so drift of the shared host weighs on each alike;
+//! each row gives its share of bare rmcp's calls/s over the run and, steadier on a noisy host,
+//! the median of its shares round by round.
 //! Run with `cargo bench -p tooljig --bench mcp` (`TOOLJIG_BENCH_MCP=http`, `=stdio` or `=pipe`
 //! runs one part, with one client, for a profiler, and `TOOLJIG_BENCH_SERVER=0|1|2` then loads one
 //! server alone); figures go to `BENCHMARKS.md`.
@@ -42,8 +44,8 @@ use tooljig::*;
 
 const WARMUP: Duration = Duration::from_millis(300);
 /// Each server is measured in `ROUNDS` slices of `SLICE`, the servers taking turns.
-const SLICE: Duration = Duration::from_millis(500);
-const ROUNDS: usize = 6;
+const SLICE: Duration = Duration::from_millis(300);
+const ROUNDS: usize = 10;
 
 /// The bare rmcp server: one no-op tool.
 #[derive(Clone)]
@@ -176,9 +178,18 @@ async fn run_for(peers: &[rmcp::Peer<RoleClient>], span: Duration) -> Vec<Durati
     all
 }
 
+/// What one server did under load: calls/s over all its slices, p50 and p99 of the calls,
+/// and calls/s in each round.
+struct Measured {
+    rate: f64,
+    p50: Duration,
+    p99: Duration,
+    rounds: Vec<f64>,
+}
+
 /// Measures each group of peers (one loop per peer) in interleaved slices, so that drift of
-/// the shared host over the run weighs on every server alike: calls/s, p50, p99 per group.
-async fn measure(groups: &[Vec<rmcp::Peer<RoleClient>>]) -> Vec<(f64, Duration, Duration)> {
+/// the shared host over the run weighs on every server alike.
+async fn measure(groups: &[Vec<rmcp::Peer<RoleClient>>]) -> Vec<Measured> {
     // `TOOLJIG_BENCH_SERVER=0|1|2` (bare, no guardrails, guarded) loads that server alone for
     // a few seconds, for a profiler to attribute what it sees to one server.
     if let Some(g) = std::env::var("TOOLJIG_BENCH_SERVER")
@@ -198,39 +209,54 @@ async fn measure(groups: &[Vec<rmcp::Peer<RoleClient>>]) -> Vec<(f64, Duration, 
         run_for(peers, WARMUP).await;
     }
     let mut latencies = vec![Vec::new(); groups.len()];
+    let mut rounds = vec![Vec::new(); groups.len()];
     for round in 0..ROUNDS {
         for k in 0..groups.len() {
             let g = (round + k) % groups.len();
-            latencies[g].extend(run_for(&groups[g], SLICE).await);
+            let slice = run_for(&groups[g], SLICE).await;
+            rounds[g].push(slice.len() as f64 / SLICE.as_secs_f64());
+            latencies[g].extend(slice);
         }
     }
     let measured = SLICE.as_secs_f64() * ROUNDS as f64;
     latencies
         .into_iter()
-        .map(|mut all| {
+        .zip(rounds)
+        .map(|(mut all, rounds)| {
             all.sort();
             let pct = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)];
-            (all.len() as f64 / measured, pct(0.5), pct(0.99))
+            Measured {
+                rate: all.len() as f64 / measured,
+                p50: pct(0.5),
+                p99: pct(0.99),
+                rounds,
+            }
         })
         .collect()
 }
 
-fn row(
-    transport: &str,
-    server: &str,
-    clients: usize,
-    (rate, p50, p99): (f64, Duration, Duration),
-    base: Option<f64>,
-) -> f64 {
-    let ratio = base
-        .map(|b| format!("{:.0}%", 100.0 * rate / b))
-        .unwrap_or_else(|| "-".into());
+/// Prints one server's row; beside bare rmcp's (`base`), its share of bare's calls/s over the
+/// whole run and the median of its shares round by round: the servers of a round ran within
+/// the same second or two, so the median holds when the host's speed drifts between rounds.
+fn row(transport: &str, server: &str, clients: usize, m: &Measured, base: Option<&Measured>) {
+    let (ratio, median) = match base {
+        Some(b) => {
+            let mut shares: Vec<f64> = m.rounds.iter().zip(&b.rounds).map(|(r, b)| r / b).collect();
+            shares.sort_by(f64::total_cmp);
+            let median = shares[shares.len() / 2];
+            (
+                format!("{:.0}%", 100.0 * m.rate / b.rate),
+                format!("{:.0}%", 100.0 * median),
+            )
+        }
+        None => ("-".into(), "-".into()),
+    };
     println!(
-        "| {transport} | {server} | {clients} | {rate:.0} | {} | {} | {ratio} |",
-        p50.as_micros(),
-        p99.as_micros()
+        "| {transport} | {server} | {clients} | {:.0} | {} | {} | {ratio} | {median} |",
+        m.rate,
+        m.p50.as_micros(),
+        m.p99.as_micros()
     );
-    rate
 }
 
 async fn http(clients: usize) {
@@ -255,19 +281,26 @@ async fn http(clients: usize) {
             keep.push(client);
         }
     }
-    let [bare, unguarded, guarded_peers] = measure(&peers).await[..] else {
+    let Ok([bare, unguarded, guarded_peers]) = <[Measured; 3]>::try_from(measure(&peers).await)
+    else {
         unreachable!("three groups")
     };
     let http = "Streamable HTTP";
-    let base = row(http, "bare rmcp", clients, bare, None);
+    row(http, "bare rmcp", clients, &bare, None);
     row(
         http,
         "tooljig, no guardrails",
         clients,
-        unguarded,
-        Some(base),
+        &unguarded,
+        Some(&bare),
     );
-    row(http, "tooljig, guarded", clients, guarded_peers, Some(base));
+    row(
+        http,
+        "tooljig, guarded",
+        clients,
+        &guarded_peers,
+        Some(&bare),
+    );
     for client in keep {
         let _ = client.cancel().await;
     }
@@ -297,12 +330,12 @@ async fn pipe(inflight: usize) {
     let pipe = "stdio (pipe)";
     let peers = |c: &RunningService<RoleClient, ()>| vec![c.peer().clone(); inflight];
     let groups = [peers(&bare), peers(&unguarded), peers(&guarded)];
-    let [b, u, g] = measure(&groups).await[..] else {
+    let Ok([b, u, g]) = <[Measured; 3]>::try_from(measure(&groups).await) else {
         unreachable!("three groups")
     };
-    let base = row(pipe, "bare rmcp", inflight, b, None);
-    row(pipe, "tooljig, no guardrails", inflight, u, Some(base));
-    row(pipe, "tooljig, guarded", inflight, g, Some(base));
+    row(pipe, "bare rmcp", inflight, &b, None);
+    row(pipe, "tooljig, no guardrails", inflight, &u, Some(&b));
+    row(pipe, "tooljig, guarded", inflight, &g, Some(&b));
     for client in [bare, unguarded, guarded] {
         let _ = client.cancel().await;
     }
@@ -326,13 +359,13 @@ async fn stdio(inflight: usize) {
         .iter()
         .map(|c| vec![c.peer().clone(); inflight])
         .collect();
-    let [b, u, g] = measure(&groups).await[..] else {
+    let Ok([b, u, g]) = <[Measured; 3]>::try_from(measure(&groups).await) else {
         unreachable!("three groups")
     };
     let stdio = "stdio (child process)";
-    let base = row(stdio, "bare rmcp", inflight, b, None);
-    row(stdio, "tooljig, no guardrails", inflight, u, Some(base));
-    row(stdio, "tooljig, guarded", inflight, g, Some(base));
+    row(stdio, "bare rmcp", inflight, &b, None);
+    row(stdio, "tooljig, no guardrails", inflight, &u, Some(&b));
+    row(stdio, "tooljig, guarded", inflight, &g, Some(&b));
     for client in clients {
         let _ = client.cancel().await;
     }
@@ -405,8 +438,10 @@ fn main() {
         rt.block_on(serve_stdio(&server));
         return;
     }
-    println!("| transport | server | clients / in flight | calls/s | p50 µs | p99 µs | of bare |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| transport | server | clients / in flight | calls/s | p50 µs | p99 µs | of bare | of bare, median round |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     // `TOOLJIG_BENCH_MCP=http`, `=stdio` or `=pipe` runs one part (for a profiler).
     let only = std::env::var("TOOLJIG_BENCH_MCP").unwrap_or_default();
     rt.block_on(async {
