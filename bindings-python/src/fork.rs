@@ -1,29 +1,27 @@
 //! Which process this is, for the state a `fork` must not share (the runtime, whose threads a
-//! child does not have; the worker pool; the loops' wake-up sockets).
+//! child does not have; the worker pool; the loops' wake-up sockets; the core's random ids).
 //!
-//! Asking the kernel for the process id each time is a system call, and every batch asked
-//! twice. CPython runs `os.register_at_fork` hooks in the child of every `os.fork` (and of C
-//! code that forks as its C API asks), the way its own `random` module learns to reseed, so
-//! the child's hook counts the fork and the check is a load. Where the hook cannot be
-//! registered (no fork, as on Windows), every process is the first.
+//! Asking the kernel for the process id is a system call, and every batch would ask three
+//! times (the runtime, the worker pool, the core's run id). CPython runs
+//! `os.register_at_fork` hooks in the child of every `os.fork` (and of C code that forks as
+//! its C API asks), the way its own `random` module learns to reseed, so the child's hook
+//! tells the core (`tooljig::process::forked`), which counts the fork, and each check is a
+//! load. Where the hook cannot be registered (no fork, as on Windows), every process is the
+//! first, and the core asks the kernel as it does for any host.
 
 use pyo3::prelude::*;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Forks this process descends from since the module loaded.
-static FORKS: AtomicU64 = AtomicU64::new(0);
 
 /// This process, as the forks counted so far: it differs in every forked child.
 pub(crate) fn this_process() -> u64 {
-    FORKS.load(Ordering::SeqCst)
+    tooljig::process::forks()
 }
 
 #[pyfunction]
 fn forked() {
-    FORKS.fetch_add(1, Ordering::SeqCst);
+    tooljig::process::forked();
 }
 
-/// Registers the hook that counts forks in the child.
+/// Registers the hook that counts forks in the child, and tells the core it is there.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     let os = py.import("os")?;
@@ -33,5 +31,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let kwargs = pyo3::types::PyDict::new(py);
     kwargs.set_item("after_in_child", wrap_pyfunction!(forked, m)?)?;
     os.call_method("register_at_fork", (), Some(&kwargs))?;
+    tooljig::process::announce_forks();
     Ok(())
 }

@@ -32,6 +32,7 @@ pub mod events;
 pub mod handler;
 pub mod http_auth;
 pub mod policy;
+pub mod process;
 pub(crate) mod random_id;
 pub mod registration_error;
 pub mod spec;

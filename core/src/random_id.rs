@@ -9,11 +9,10 @@
 //! What a buffer must never do is outlive a `fork`: parent and child would then hand out the
 //! same ids (a Python app that forks its workers after the engine made one id, as gunicorn's
 //! `preload_app` does, would give every worker the same run ids and lease owners). So a buffer
-//! remembers the process that filled it, and another process throws it away. Asking for the
-//! process id is a system call too, but the cheapest there is (about a third of `getrandom`
-//! here); a fork handler would be free, but registering one takes `unsafe`, which this
-//! workspace forbids.
+//! remembers the process that filled it ([`process::mark`]), and another process throws it
+//! away.
 
+use crate::process;
 use std::cell::RefCell;
 
 /// How many ids one draw from the kernel yields.
@@ -24,8 +23,8 @@ struct Pool {
     bytes: [u8; 16 * IDS_PER_DRAW],
     /// Ids handed out from `bytes`; `IDS_PER_DRAW` when it is spent (or never filled).
     used: usize,
-    /// The process that filled `bytes`.
-    pid: u32,
+    /// The process that filled `bytes`, as [`process::mark`] names it.
+    process: u64,
 }
 
 thread_local! {
@@ -42,17 +41,17 @@ pub(crate) fn uuid() -> uuid::Uuid {
             Box::new(Pool {
                 bytes: [0; 16 * IDS_PER_DRAW],
                 used: IDS_PER_DRAW,
-                pid: 0,
+                process: 0,
             })
         });
-        let pid = std::process::id();
-        if pool.used == IDS_PER_DRAW || pool.pid != pid {
+        let this = process::mark();
+        if pool.used == IDS_PER_DRAW || pool.process != this {
             if getrandom::fill(&mut pool.bytes).is_err() {
                 // The kernel refused a large draw (it does not on Linux); take the slow road.
                 return uuid::Uuid::new_v4();
             }
             pool.used = 0;
-            pool.pid = pid;
+            pool.process = this;
         }
         let at = pool.used * 16;
         pool.used += 1;
@@ -87,7 +86,7 @@ mod tests {
         let first = uuid(); // fills this thread's buffer
         let next = POOL.with_borrow_mut(|slot| {
             let pool = slot.as_mut().expect("filled by the first id");
-            pool.pid = pool.pid.wrapping_add(1); // as if it were the parent's
+            pool.process = pool.process.wrapping_add(1); // as if it were the parent's
             let at = pool.used * 16;
             let mut id = [0u8; 16];
             id.copy_from_slice(&pool.bytes[at..at + 16]);
