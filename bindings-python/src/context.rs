@@ -4,6 +4,7 @@ use crate::caller::PyCaller;
 use crate::host::{BatchHost, Msg};
 use crate::runtime;
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3_async_runtimes::TaskLocals;
 use tooljig::{ErrorCode, Nested, ToolContext, ToolError};
@@ -51,7 +52,9 @@ impl PyToolContext {
         let (handle, _) = runtime::for_batch().map_err(|e| crate::error::shutdown(py, e))?;
         // Cancelled with this attempt, and when the awaiting task is cancelled.
         let cancel = self.inner.cancel.child_token();
-        let future = locals.event_loop(py).call_method0("create_future")?;
+        let future = locals
+            .event_loop(py)
+            .call_method0(intern!(py, "create_future"))?;
         let host = BatchHost::start(py, locals, future.clone(), false)?;
         host.cancel_with(py, &cancel)?;
         handle.spawn(async move {

@@ -12,6 +12,7 @@ use crate::error;
 use crate::host::{BatchHost, Msg};
 use crate::runtime;
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3_async_runtimes::TaskLocals;
 use serde::Deserialize;
@@ -256,7 +257,9 @@ pub fn start<'py>(
         })?
         .copy_context(py)?;
     let (handle, cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
-    let future = locals.event_loop(py).call_method0("create_future")?;
+    let future = locals
+        .event_loop(py)
+        .call_method0(intern!(py, "create_future"))?;
     let host = BatchHost::start(py, locals, future.clone(), false)?;
     host.cancel_with(py, &cancel)?;
     let live = BatchOptions {

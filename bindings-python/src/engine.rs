@@ -11,6 +11,7 @@ use crate::host::{BatchHost, Msg};
 use crate::runtime;
 use crate::seams::{PyApprovalPredicate, PyPolicyHook, PyResolver};
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::{PyTraverseError, PyVisit};
@@ -385,7 +386,9 @@ impl PyEngine {
             })?
             .copy_context(py)?;
         let (handle, cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
-        let future = locals.event_loop(py).call_method0("create_future")?;
+        let future = locals
+            .event_loop(py)
+            .call_method0(intern!(py, "create_future"))?;
         let host = BatchHost::start(py, locals, future.clone(), events)?;
         options.cancel = Some(cancel.clone());
         options.host = Some(host.clone());
@@ -432,7 +435,7 @@ impl PyEngine {
         // queued per batch, piling up while a caller awaits such batches back to back
         // without the loop ever turning (nothing else can touch the future before this
         // returns: it is made and resolved on this thread).
-        if !future.call_method0("done")?.is_truthy()? {
+        if !future.call_method0(intern!(py, "done"))?.is_truthy()? {
             host.cancel_with(py, &cancel)?;
         }
         Ok(PyBatch::new(host, cancel, future.unbind()))

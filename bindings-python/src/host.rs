@@ -375,8 +375,8 @@ impl BatchHost {
                 drop(state);
                 if let Awaitable::Object(obj) = what {
                     // Nobody waits for it; close a coroutine rather than leave it never awaited.
-                    if obj.bind(py).hasattr("close")? {
-                        obj.bind(py).call_method0("close")?;
+                    if obj.bind(py).hasattr(intern!(py, "close"))? {
+                        obj.bind(py).call_method0(intern!(py, "close"))?;
                     }
                 }
                 return Ok(());
@@ -450,7 +450,7 @@ impl BatchHost {
             // Given up while its task was made (a timeout, the batch cancelled).
             SlotState::Abandoned => {
                 drop(state);
-                task.call_method0("cancel")?;
+                task.call_method0(intern!(py, "cancel"))?;
             }
             // Settled in its eager first step.
             _ => {}
@@ -515,9 +515,9 @@ impl BatchHost {
         };
         let future = future.bind(py);
         self.uncancel(future)?;
-        if !future.call_method0("done")?.is_truthy()? {
+        if !future.call_method0(intern!(py, "done"))?.is_truthy()? {
             let exc = pyo3::exceptions::PyRuntimeError::new_err(why);
-            future.call_method1("set_exception", (exc.value(py),))?;
+            future.call_method1(intern!(py, "set_exception"), (exc.value(py),))?;
         }
         Ok(())
     }
@@ -544,19 +544,18 @@ impl BatchHost {
         };
         let future = future.bind(py);
         self.uncancel(future)?;
-        if future.call_method0("done")?.is_truthy()? {
+        if future.call_method0(intern!(py, "done"))?.is_truthy()? {
             return Ok(());
         }
         // Whatever happens, the future settles: a conversion failure is its exception.
         let settled = match out {
-            Ok(value) => {
-                convert::to_py(py, &value).and_then(|v| future.call_method1("set_result", (v,)))
-            }
+            Ok(value) => convert::to_py(py, &value)
+                .and_then(|v| future.call_method1(intern!(py, "set_result"), (v,))),
             Err(e) => outcome::to_py_error(py, &e)
-                .and_then(|exc| future.call_method1("set_exception", (exc,))),
+                .and_then(|exc| future.call_method1(intern!(py, "set_exception"), (exc,))),
         };
         if let Err(e) = settled {
-            future.call_method1("set_exception", (e.value(py),))?;
+            future.call_method1(intern!(py, "set_exception"), (e.value(py),))?;
         }
         Ok(())
     }
@@ -564,10 +563,13 @@ impl BatchHost {
     /// The events streamed so far, as a future: resolved at once when some are buffered
     /// (an empty list once the batch is done), else when the next one arrives.
     pub fn next_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let future = self.locals.event_loop(py).call_method0("create_future")?;
+        let future = self
+            .locals
+            .event_loop(py)
+            .call_method0(intern!(py, "create_future"))?;
         let now = lock(&self.side).events.next(&future, "batch")?;
         if let Some(events) = now {
-            future.call_method1("set_result", (to_list(py, events)?,))?;
+            future.call_method1(intern!(py, "set_result"), (to_list(py, events)?,))?;
         }
         Ok(future)
     }
@@ -599,10 +601,11 @@ fn to_list(py: Python<'_>, events: Vec<Event>) -> PyResult<Bound<'_, PyList>> {
 
 /// Sets a future's result unless it was cancelled meanwhile.
 pub(crate) fn resolve(future: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResult<()> {
-    if future.call_method0("done")?.is_truthy()? {
+    let py = future.py();
+    if future.call_method0(intern!(py, "done"))?.is_truthy()? {
         return Ok(());
     }
-    future.call_method1("set_result", (value,))?;
+    future.call_method1(intern!(py, "set_result"), (value,))?;
     Ok(())
 }
 
@@ -612,7 +615,7 @@ fn cancel_task(py: Python<'_>, slot: &TaskSlot) -> PyResult<()> {
         _ => return Ok(()),
     };
     if let Some(task) = task {
-        task.call_method0("cancel")?;
+        task.call_method0(intern!(py, "cancel"))?;
     }
     Ok(())
 }
@@ -684,7 +687,8 @@ pub struct CancelOnCancelled(pub CancellationToken);
 #[pymethods]
 impl CancelOnCancelled {
     fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
-        if future.call_method0("cancelled")?.is_truthy()? {
+        let py = future.py();
+        if future.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
             self.0.cancel();
         }
         Ok(())

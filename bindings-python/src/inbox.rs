@@ -9,6 +9,7 @@ use crate::host::{BatchHost, Msg};
 use crate::runtime;
 use crate::seams::PyHttpAuth;
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3_async_runtimes::TaskLocals;
 use serde_json::Value;
@@ -57,7 +58,9 @@ pub fn serve(
                     )
                 })?
                 .copy_context(py)?;
-            let stopped = locals.event_loop(py).call_method0("create_future")?;
+            let stopped = locals
+                .event_loop(py)
+                .call_method0(intern!(py, "create_future"))?;
             let host = BatchHost::start(py, locals, stopped, false)?;
             (Arc::new(PyHttpAuth::new(hook, is_async)), Some(host))
         }

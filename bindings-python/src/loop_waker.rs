@@ -12,6 +12,7 @@
 //! another thread could take the interpreter meanwhile and wait for it.
 
 use pyo3::exceptions::PyNotImplementedError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -56,18 +57,25 @@ impl LoopWaker {
     /// `call_soon_threadsafe`. Called on the loop's thread.
     pub fn of(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Option<Arc<LoopWaker>>> {
         let process = crate::fork::this_process();
+        // Every batch asks: its loop is found by identity, without a copy of the table.
+        if let Some(k) = lock(&KNOWN)
+            .iter()
+            .find(|k| k.process == process && k.event_loop.bind(py).is(event_loop))
+        {
+            return Ok(k.waker.clone());
+        }
         let known: Vec<(Py<PyAny>, Option<Arc<LoopWaker>>)> = lock(&KNOWN)
             .iter()
             .filter(|k| k.process == process)
             .map(|k| (k.event_loop.clone_ref(py), k.waker.clone()))
             .collect();
-        if let Some((_, waker)) = known.iter().find(|(l, _)| l.bind(py).is(event_loop)) {
-            return Ok(waker.clone());
-        }
         // A loop not seen before: forget those closed since (and a parent's, after a fork).
         let mut closed = Vec::new();
         for (l, _) in &known {
-            if l.bind(py).call_method0("is_closed")?.is_truthy()? {
+            if l.bind(py)
+                .call_method0(intern!(py, "is_closed"))?
+                .is_truthy()?
+            {
                 closed.push(l.as_ptr());
             }
         }

@@ -11,6 +11,7 @@ use crate::host::{BatchHost, Msg};
 use crate::runtime;
 use crate::seams::PyHttpAuth;
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3_async_runtimes::TaskLocals;
 use serde_json::Value;
@@ -35,7 +36,9 @@ where
         .map_err(|_| PyRuntimeError::new_err(format!("{what} needs a running event loop")))?
         .copy_context(py)?;
     let (handle, cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
-    let future = locals.event_loop(py).call_method0("create_future")?;
+    let future = locals
+        .event_loop(py)
+        .call_method0(intern!(py, "create_future"))?;
     future.call_method1("add_done_callback", (CancelOnCancelled(cancel.clone()),))?;
     let host = BatchHost::start(py, locals, future.clone(), false)?;
     let work = work(host.clone(), cancel);
@@ -108,7 +111,9 @@ pub fn serve_http(
         .map_err(|_| PyRuntimeError::new_err("engine.serve_mcp() needs a running event loop"))?
         .copy_context(py)?;
     let (handle, cancel) = runtime::for_batch().map_err(|e| error::shutdown(py, e))?;
-    let stopped = locals.event_loop(py).call_method0("create_future")?;
+    let stopped = locals
+        .event_loop(py)
+        .call_method0(intern!(py, "create_future"))?;
     let host = BatchHost::start(py, locals, stopped.clone(), false)?;
     let server = server(py, engine, options, auth, host.clone())?;
     let running = py
