@@ -57,6 +57,11 @@ impl Driven {
         *lock(&self.future) = Some(future);
     }
 
+    /// Whether the batch is run by polls on the loop thread (it was [`Driven::set`]).
+    pub fn is_set(&self) -> bool {
+        self.runtime.get().is_some()
+    }
+
     /// Whether a poll must be queued for a wake (none is yet).
     pub fn should_queue(&self) -> bool {
         !self.queued.swap(true, Ordering::SeqCst)

@@ -22,6 +22,13 @@
 //! A task cancelled before its first step, or dropped unrun, ends its call as cancelled and
 //! closes the handler's coroutine unrun; one collected while it waited on what nothing will
 //! ever finish ends its call as cancelled too.
+//!
+//! On Python 3.11, which has no `eager_start`, the first step may be taken as the task is made
+//! ([`Guarded::step_first`], run by `task.rs` as the task's own): what it yielded waits for the
+//! task's first step, which then only passes it on; one that ended the handler leaves the task
+//! a last step with nothing to do. Tasks left so, their step not yet come, are counted, and past
+//! [`WAITING`] more tasks start on the next turn again, so a caller that awaits batches back to
+//! back without the loop ever turning piles up no more of them.
 
 use crate::outcome;
 use crate::task;
@@ -35,6 +42,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::iterator::PySendResult;
 use pyo3::types::{PyIterator, PyType};
 use pyo3::{PyTraverseError, PyVisit, intern};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use tooljig::{ErrorCode, HandlerError, HandlerResult, ToolError};
 
@@ -65,7 +73,29 @@ struct State {
     started: bool,
     /// The call; `None` once settled.
     settle: Option<Box<dyn Settle>>,
+    /// What a first step taken as the task was made left for the task's own first step.
+    early: Early,
 }
+
+/// What a first step taken early ([`Guarded::step_first`]) left for the task's first step.
+#[derive(Default)]
+enum Early {
+    /// No step was taken early, or the task has had what it left.
+    #[default]
+    None,
+    /// What the awaitable yielded (a future to wait on), for the task to wait on.
+    Yielded(Py<PyAny>),
+    /// The handler ended: the task's step ends it too, raising the error when there is one
+    /// (a cancellation, so the task ends cancelled).
+    Ended(Option<PyErr>),
+}
+
+/// The most tasks whose handler ended in an early first step and whose own step has not come
+/// yet; past it, tasks start on the next turn of their loop.
+pub(crate) const WAITING: usize = 1024;
+
+/// Tasks whose handler ended in an early first step and whose own step has not come yet.
+static ENDED_EARLY: AtomicUsize = AtomicUsize::new(0);
 
 /// How one step of the awaitable ended.
 enum Step {
@@ -98,6 +128,42 @@ impl Guarded {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a task's first step may be taken as it is made: few enough tasks wait for a
+    /// step that has nothing left to do.
+    pub(crate) fn may_step_first() -> bool {
+        ENDED_EARLY.load(Ordering::Relaxed) < WAITING
+    }
+
+    /// Takes the first step now, before the task's own (on Python 3.11, where tasks do not
+    /// start eagerly); the caller makes it the task's, in the task's context. What came of it
+    /// waits for the task's first step. Raises only Ctrl-C, once the call has it.
+    pub(crate) fn step_first(&self, py: Python<'_>) -> PyResult<()> {
+        let step = match self.steps(py) {
+            Ok(steps) => send(steps.bind(py), &py.None().into_bound(py)),
+            Err(e) => Step::Raised(e),
+        };
+        let (early, interrupted) = match self.ended(py, step) {
+            Ok(Some(waited)) => (Early::Yielded(waited), None),
+            Ok(None) => (Early::Ended(None), None),
+            Err(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => (Early::Ended(None), Some(e)),
+            Err(e) => (Early::Ended(Some(e)), None),
+        };
+        if matches!(early, Early::Ended(_)) {
+            ENDED_EARLY.fetch_add(1, Ordering::Relaxed);
+        }
+        self.state().early = early;
+        interrupted.map_or(Ok(()), Err)
+    }
+
+    /// What an early first step left, taken once.
+    fn take_early(&self) -> Early {
+        let early = std::mem::take(&mut self.state().early);
+        if matches!(early, Early::Ended(_)) {
+            ENDED_EARLY.fetch_sub(1, Ordering::Relaxed);
+        }
+        early
     }
 
     /// What the next step goes to, made at the first step as `await` makes it: the iterator
@@ -247,8 +313,15 @@ impl Guarded {
         self.send(py, &py.None().into_bound(py))
     }
 
-    /// Resumes the awaitable with `value`.
+    /// Resumes the awaitable with `value`. The task's first step, after a first step taken
+    /// early, passes on what that one left.
     fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
+        match self.take_early() {
+            Early::None => {}
+            Early::Yielded(waited) => return Ok(Some(waited)),
+            Early::Ended(None) => return Ok(None),
+            Early::Ended(Some(err)) => return Err(err),
+        }
         let step = match self.steps(py) {
             Ok(steps) => send(steps.bind(py), value),
             Err(e) => Step::Raised(e),
@@ -271,6 +344,19 @@ impl Guarded {
             (Ok(kind), _) => PyErr::from_value(kind.call0()?),
             (Err(_), _) => PyErr::from_value(error.clone()),
         };
+        match self.take_early() {
+            Early::None => {}
+            // Thrown before the task waited on what an early first step yielded (a task
+            // cancelled before its own first step): as a task cancelling its wait, the future
+            // is cancelled, then the handler gets the error where it waits.
+            Early::Yielded(waited) => {
+                let waited = waited.bind(py);
+                if !waited.is_none() && waited.hasattr(intern!(py, "cancel"))? {
+                    waited.call_method0(intern!(py, "cancel"))?;
+                }
+            }
+            Early::Ended(_) => return Err(error),
+        }
         if !self.state().started {
             self.abandon(py);
             return Err(error);
@@ -280,6 +366,11 @@ impl Guarded {
             Err(e) => Step::Raised(e),
         };
         self.ended(py, step)
+    }
+
+    /// The first step taken as the task is made (`task.rs`), in the task's context.
+    fn _step_first(&self, py: Python<'_>) -> PyResult<()> {
+        self.step_first(py)
     }
 
     /// Closes the awaitable; the call, if it has not ended, ends cancelled.
@@ -323,6 +414,9 @@ impl Guarded {
         if let Some(steps) = &state.steps {
             visit.call(steps)?;
         }
+        if let Early::Yielded(waited) = &state.early {
+            visit.call(waited)?;
+        }
         Ok(())
     }
 
@@ -330,6 +424,7 @@ impl Guarded {
     /// first, as cancelled.
     fn __clear__(&self) {
         Python::attach(|py| self.abandon(py));
+        drop(self.take_early());
         let mut state = self.state();
         state.awaitable = None;
         state.steps = None;
@@ -339,6 +434,9 @@ impl Guarded {
 impl Drop for Guarded {
     /// Dropped before its call ended: the task never ran it, or was dropped while it waited.
     fn drop(&mut self) {
+        if matches!(self.state().early, Early::Ended(_)) {
+            ENDED_EARLY.fetch_sub(1, Ordering::Relaxed);
+        }
         if self.state().settle.is_some() {
             // Dropped by Python, so attached already.
             Python::attach(|py| self.abandon(py));

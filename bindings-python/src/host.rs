@@ -432,11 +432,13 @@ impl BatchHost {
             slot: slot.clone(),
             host: self.clone(),
         });
-        let guarded = Bound::new(py, Guarded::new(obj.unbind(), settle))?.into_any();
-        let task = match self
-            .tasks
-            .start(guarded, &self.locals.context(py), tool.as_ref())
-        {
+        let guarded = Bound::new(py, Guarded::new(obj.unbind(), settle))?;
+        let task = match self.tasks.start(
+            guarded,
+            &self.locals.context(py),
+            tool.as_ref(),
+            self.driven.is_set(),
+        ) {
             Ok(task) => task,
             // Its eager first step raised Ctrl-C: the call has it already, now the app does.
             Err(e) if interrupt_on_ctrl_c(py, &e) => return Ok(()),

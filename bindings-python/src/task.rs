@@ -1,14 +1,20 @@
 //! A handler's task on the loop: how it is made. What it runs, the handler's awaitable guarded
 //! so that its outcome reaches the call in the task's own last step, is `guarded.rs`.
 //!
-//! On Python 3.12 and later a task is made with `eager_start`: its first step runs while it
-//! is made, so a handler that returns without waiting (most do: a lookup in memory, a check)
-//! has settled its call before the loop turns, and a one-call batch driven on the caller's
-//! thread ends inside `Engine.run`, which then never suspends. An app's own task factory
-//! (`loop.set_task_factory`) is respected: with one, tasks are made through it, not eagerly.
-//! On 3.11 an eager step would show the handler the caller's task as
-//! `asyncio.current_task()`, so tasks start on the next turn there.
+//! A task takes its first step as it is made: a handler that returns without waiting (most
+//! do: a lookup in memory, a check) has settled its call before the loop turns, and a one-call
+//! batch driven on the caller's thread ends inside `Engine.run`, which then never suspends.
+//! On Python 3.12 and later that is `eager_start`. Python 3.11 has none, so the step is taken
+//! here as 3.12 takes it: the task made current for its loop in place of the caller's, in the
+//! task's own context, so `asyncio.current_task()` (and `asyncio.timeout()`, which cancels it)
+//! names the handler's task, never the caller's; what the step leaves waits for the task's own
+//! first step (`guarded.rs`). That step is one more for each task, so on 3.11 it is taken only
+//! in a batch polled on the caller's thread (`driven.rs`), which it may end before the loop
+//! turns; a large batch's tasks start on the next turn, which the batch waits for anyway. An
+//! app's own task factory (`loop.set_task_factory`) is respected: with one, tasks are made
+//! through it and start on the next turn.
 
+use crate::guarded::Guarded;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -49,13 +55,15 @@ impl TaskMaker {
     }
 
     /// A task running `guarded` (the handler's awaitable, guarded: `guarded.rs`) in a copy of
-    /// `context`, named after its tool. Made eagerly, its first step has run when this
-    /// returns, and the call may have been settled.
+    /// `context`, named after its tool. Unless made through the app's task factory, its first
+    /// step has run when this returns, and the call may have been settled: on Python 3.11
+    /// only when `early` (its batch is polled on this thread).
     pub(crate) fn start<'py>(
         &self,
-        guarded: Bound<'py, PyAny>,
+        guarded: Bound<'py, Guarded>,
         context: &Bound<'py, PyAny>,
         tool: Option<&Arc<str>>,
+        early: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = guarded.py();
         match self {
@@ -64,19 +72,21 @@ impl TaskMaker {
                 event_loop,
                 eager,
             } => {
+                let context = context.call_method0(intern!(py, "copy"))?;
                 let kwargs = PyDict::new(py);
                 kwargs.set_item(intern!(py, "loop"), event_loop.bind(py))?;
-                kwargs.set_item(
-                    intern!(py, "context"),
-                    context.call_method0(intern!(py, "copy"))?,
-                )?;
+                kwargs.set_item(intern!(py, "context"), &context)?;
                 // Named, a task is made without formatting a name of its own (`Task-<n>`),
                 // a tenth of what a task costs; and `asyncio.all_tasks()` shows the tool.
                 kwargs.set_item(intern!(py, "name"), task_name(py, tool))?;
                 if *eager {
                     kwargs.set_item(intern!(py, "eager_start"), true)?;
                 }
-                task.bind(py).call((guarded,), Some(&kwargs))
+                let made = task.bind(py).call((guarded.as_any(),), Some(&kwargs))?;
+                if early && !*eager && Guarded::may_step_first() {
+                    step_first(&made, &guarded, &context, event_loop.bind(py))?;
+                }
+                Ok(made)
             }
             // The task copies the context current as it is made.
             TaskMaker::CreateTask(create_task) => {
@@ -87,6 +97,45 @@ impl TaskMaker {
             }
         }
     }
+}
+
+/// Takes `guarded`'s first step now as `task`'s, as Python 3.12 does for a task made with
+/// `eager_start`: `task` is its loop's current task meanwhile (the caller's, if any, is put
+/// back after), and the step runs in the task's `context`.
+fn step_first<'py>(
+    task: &Bound<'py, PyAny>,
+    guarded: &Bound<'py, Guarded>,
+    context: &Bound<'py, PyAny>,
+    event_loop: &Bound<'py, PyAny>,
+) -> PyResult<()> {
+    let py = task.py();
+    let current = current_tasks(py)?;
+    let caller = current.get_item(event_loop)?;
+    current.set_item(event_loop, task)?;
+    let stepped = context.call_method1(
+        intern!(py, "run"),
+        (guarded.getattr(intern!(py, "_step_first"))?,),
+    );
+    match caller {
+        Some(caller) => current.set_item(event_loop, caller)?,
+        None => current.del_item(event_loop)?,
+    }
+    stepped.map(drop)
+}
+
+/// asyncio's table of each loop's current task (`asyncio.tasks._current_tasks`), which
+/// `asyncio.current_task()` reads and `_enter_task`/`_leave_task` write.
+fn current_tasks(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
+    static CURRENT: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    CURRENT
+        .get_or_try_init(py, || {
+            Ok(py
+                .import("asyncio.tasks")?
+                .getattr("_current_tasks")?
+                .cast_into::<PyDict>()?
+                .unbind())
+        })
+        .map(|d| d.bind(py))
 }
 
 /// Handler tasks' names, `tooljig:<tool>`, each made once, not once a batch; past `NAMES`
@@ -120,7 +169,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Whether this Python makes tasks eagerly (3.12 and later); asked once, since pyo3 reads the
+/// Whether this Python makes tasks eagerly itself (3.12 and later); asked once, since pyo3 reads the
 /// version from its text each time.
 fn eager_python(py: Python<'_>) -> bool {
     static EAGER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();

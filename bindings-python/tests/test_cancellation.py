@@ -363,9 +363,9 @@ async def test_a_handler_task_cancelled_before_its_first_step_ends_its_call(
 async def test_a_call_timed_out_before_its_task_ran_leaves_no_coroutine_unawaited(
     engine: tooljig.Engine,
 ) -> None:
-    # The handler's task is made, then the loop is held by a handler on it past the other's
-    # timeout, so that task is cancelled before its first step (on 3.11, where tasks do not
-    # start eagerly): its coroutine is closed, not left for Python to warn about.
+    # The handler's task is made (its first step taken as it is made), then the loop is held
+    # by a handler on it past the other's timeout, so that task is cancelled before the loop
+    # turns: its coroutine ends cancelled, none is left for Python to warn about.
     @engine.tool(timeout_ms=5)
     async def hang() -> None:
         await asyncio.sleep(30)

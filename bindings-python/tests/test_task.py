@@ -1,29 +1,28 @@
-"""A handler's task on the loop (`src/task.rs`, `src/guarded.rs`): made eagerly on Python
-3.12 and later, so a handler that never waits settles its call before the loop turns; its own
-task either way, named after its tool, and a coroutine to asyncio's eyes."""
+"""A handler's task on the loop (`src/task.rs`, `src/guarded.rs`): its first step taken as it
+is made (`eager_start` on Python 3.12 and later, the same step taken by tooljig on 3.11), so a
+handler that never waits settles its call before the loop turns; its own task either way, named
+after its tool, and a coroutine to asyncio's eyes."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
-import sys
 import time
 
 import pytest
 
 import tooljig
 
-eager = pytest.mark.skipif(
-    sys.version_info < (3, 12), reason="tasks start eagerly on Python 3.12 and later only"
-)
-
-
-@eager
 async def test_a_handler_that_never_waits_ends_a_one_call_batch_before_the_loop_turns(
     engine: tooljig.Engine,
 ) -> None:
+    caller = asyncio.current_task()
+    seen: list[object] = []
+
     @engine.tool
     async def quick(n: int) -> int:
+        seen.append(asyncio.current_task())
         return n + 1
 
     turned: list[bool] = []
@@ -31,8 +30,82 @@ async def test_a_handler_that_never_waits_ends_a_one_call_batch_before_the_loop_
     out = await engine.run([{"tool": "quick", "arguments": {"n": 1}}])
     assert out[0].envelope == {"ok": True, "data": 2}
     assert turned == [], "the batch waited for a turn of the loop"
+    # The step ran as the handler's own task, and the caller's task is current again.
+    assert len(seen) == 1 and seen[0] is not None and seen[0] is not caller
+    assert seen[0].get_name() == "tooljig:quick"  # type: ignore[attr-defined]
+    assert asyncio.current_task() is caller
     await asyncio.sleep(0)
     assert turned == [True]
+
+
+async def test_batches_awaited_back_to_back_leave_no_pile_of_tasks(
+    engine: tooljig.Engine,
+) -> None:
+    # Each batch ends before the loop turns; on 3.11 its task still has a last step to take,
+    # so past a bound tasks start on the next turn again, which lets the loop run those steps.
+    @engine.tool
+    async def quick() -> int:
+        return 1
+
+    most = 0
+    for _ in range(3000):
+        out = await engine.run([{"tool": "quick"}])
+        assert out[0].envelope == {"ok": True, "data": 1}
+        most = max(most, len(asyncio.all_tasks()))
+    assert most <= 1100, f"{most} tasks were waiting"
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert len(asyncio.all_tasks()) == 1
+
+
+async def test_a_first_step_keeps_its_context_and_sees_its_own_task_after_it_waits(
+    engine: tooljig.Engine,
+) -> None:
+    # What the handler's first step set in its context is there after it waits; the task it
+    # saw as current in that step is the one it resumes in.
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    seen: list[object] = []
+
+    @engine.tool
+    async def two_steps() -> str:
+        var.set("set in the first step")
+        first = asyncio.current_task()
+        await asyncio.sleep(0.01)
+        seen.append(first is asyncio.current_task())
+        return var.get()
+
+    out = await engine.run([{"tool": "two_steps"}])
+    assert out[0].envelope == {"ok": True, "data": "set in the first step"}
+    assert seen == [True]
+    assert var.get() == "unset"
+
+
+async def test_a_task_cancelled_while_its_first_step_waits_cancels_what_it_waited_on(
+    engine: tooljig.Engine,
+) -> None:
+    # The batch is cancelled right after the handler's first step, before the loop turns:
+    # the future that step waited on is cancelled and the handler gets `CancelledError`.
+    waited: list[asyncio.Future[None]] = []
+    cancelled = asyncio.Event()
+
+    @engine.tool
+    async def waits() -> None:
+        fut = asyncio.get_running_loop().create_future()
+        waited.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    batch = asyncio.ensure_future(engine.run([{"id": "w", "tool": "waits"}]))
+    await asyncio.sleep(0)  # the batch starts; the handler's first step waits on `fut`
+    assert len(waited) == 1
+    batch.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await batch
+    await asyncio.wait_for(cancelled.wait(), 5)
+    assert waited[0].cancelled()
 
 
 async def test_a_handler_runs_as_its_own_task_and_may_time_itself_out(
