@@ -254,13 +254,7 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 
 fn jsonable(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static TO_JSONABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    TO_JSONABLE
-        .get_or_try_init(py, || {
-            py.import("pydantic_core")
-                .and_then(|m| m.getattr("to_jsonable_python"))
-                .map(Bound::unbind)
-        })
-        .map(|f| f.bind(py))
+    TO_JSONABLE.import(py, "pydantic_core", "to_jsonable_python")
 }
 
 /// Converts a Python object to a serde type through its JSON value.

@@ -76,15 +76,8 @@ fn read_result(value: &Bound<'_, PyAny>) -> PyResult<CallResult> {
 /// `tooljig.ProviderError`, raised with `message`.
 pub fn provider_error(py: Python<'_>, message: String) -> PyErr {
     static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    let class = CLASS.get_or_try_init(py, || -> PyResult<Py<PyType>> {
-        Ok(py
-            .import("tooljig.providers")?
-            .getattr("ProviderError")?
-            .cast_into::<PyType>()?
-            .unbind())
-    });
-    match class {
-        Ok(c) => PyErr::from_type(c.bind(py).clone(), message),
+    match CLASS.import(py, "tooljig.providers", "ProviderError") {
+        Ok(c) => PyErr::from_type(c.clone(), message),
         Err(e) => e,
     }
 }

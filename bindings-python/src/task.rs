@@ -112,10 +112,12 @@ fn step_first<'py>(
     let current = current_tasks(py)?;
     let caller = current.get_item(event_loop)?;
     current.set_item(event_loop, task)?;
-    let stepped = context.call_method1(
-        intern!(py, "run"),
-        (guarded.getattr(intern!(py, "_step_first"))?,),
-    );
+    // The method as the class holds it, called with `guarded`: no bound method made a task.
+    static STEP_FIRST: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let step = STEP_FIRST.get_or_try_init(py, || {
+        Ok::<_, PyErr>(py.get_type::<Guarded>().getattr("_step_first")?.unbind())
+    })?;
+    let stepped = context.call_method1(intern!(py, "run"), (step.bind(py), guarded));
     match caller {
         Some(caller) => current.set_item(event_loop, caller)?,
         None => current.del_item(event_loop)?,
@@ -127,15 +129,7 @@ fn step_first<'py>(
 /// `asyncio.current_task()` reads and `_enter_task`/`_leave_task` write.
 fn current_tasks(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
     static CURRENT: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-    CURRENT
-        .get_or_try_init(py, || {
-            Ok(py
-                .import("asyncio.tasks")?
-                .getattr("_current_tasks")?
-                .cast_into::<PyDict>()?
-                .unbind())
-        })
-        .map(|d| d.bind(py))
+    CURRENT.import(py, "asyncio.tasks", "_current_tasks")
 }
 
 /// Handler tasks' names, `tooljig:<tool>`, each made once, not once a batch; past `NAMES`
@@ -208,13 +202,5 @@ pub(crate) fn asyncio(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 
 pub(crate) fn coroutine_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     static COROUTINE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    COROUTINE
-        .get_or_try_init(py, || {
-            Ok(py
-                .import("types")?
-                .getattr("CoroutineType")?
-                .cast_into::<PyType>()?
-                .unbind())
-        })
-        .map(|t| t.bind(py))
+    COROUTINE.import(py, "types", "CoroutineType")
 }
