@@ -80,6 +80,66 @@ async def test_a_first_step_keeps_its_context_and_sees_its_own_task_after_it_wai
     assert var.get() == "unset"
 
 
+async def test_a_batch_run_inside_a_handlers_first_step_gives_each_its_own_task(
+    engine: tooljig.Engine,
+) -> None:
+    # The inner batch's handler takes its first step inside the outer one's: each sees its
+    # own task as current, the outer one its own again after, and the caller's is current
+    # once the outer batch ends.
+    caller = asyncio.current_task()
+    seen: dict[str, list[object]] = {"outer": [], "inner": []}
+
+    @engine.tool
+    async def inner() -> int:
+        seen["inner"].append(asyncio.current_task())
+        return 2
+
+    @engine.tool
+    async def outer() -> int:
+        seen["outer"].append(asyncio.current_task())
+        out = await engine.run([{"tool": "inner"}])
+        seen["outer"].append(asyncio.current_task())
+        return out[0].envelope["data"] + 1
+
+    out = await engine.run([{"tool": "outer"}])
+    assert out[0].envelope == {"ok": True, "data": 3}
+    (outer_first, outer_after), (inner_task,) = seen["outer"], seen["inner"]
+    assert outer_first is outer_after, "the outer handler resumed as another task"
+    assert inner_task is not outer_first and inner_task is not caller
+    assert outer_first is not caller and outer_first is not None
+    assert asyncio.current_task() is caller
+
+
+async def test_a_handler_that_cancels_its_own_task_in_its_first_step_ends_cancelled(
+    engine: tooljig.Engine,
+) -> None:
+    # As with eager tasks: the cancellation lands at the handler's first wait, which it sees.
+    saw: list[str] = []
+
+    @engine.tool
+    async def quits() -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            saw.append("cancelled at its wait")
+            raise
+        return "not reached"
+
+    @engine.tool
+    async def fine() -> int:
+        return 1
+
+    out = await asyncio.wait_for(engine.run([{"id": "q", "tool": "quits"}, {"tool": "fine"}]), 5)
+    assert saw == ["cancelled at its wait"]
+    assert out[0].envelope["ok"] is False
+    assert out[0].envelope["error"]["code"] == "cancelled"
+    assert out[1].envelope == {"ok": True, "data": 1}
+    assert asyncio.current_task() is not None and not asyncio.current_task().cancelling()
+
+
 async def test_a_task_cancelled_while_its_first_step_waits_cancels_what_it_waited_on(
     engine: tooljig.Engine,
 ) -> None:
