@@ -15,13 +15,15 @@
 //! Either way the handler runs in a copy of the caller's `contextvars` context.
 
 use crate::context::PyToolContext;
-use crate::convert;
-use crate::host::{AbandonGuard, Awaitable, BatchHost, CtxArg, MakeContext, Msg, Start, TaskSlot};
+use crate::host::{
+    AbandonGuard, Args, Awaitable, BatchHost, CtxArg, MakeContext, Msg, Start, TaskSlot,
+};
 use crate::outcome;
 use crate::workers;
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 use tooljig::{
     BoxFuture, ErrorCode, Handler, HandlerError, HandlerResult, HostData, ToolContext, ToolError,
@@ -71,14 +73,26 @@ impl PyHandler {
     }
 }
 
-impl Handler for PyHandler {
-    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+impl PyHandler {
+    fn run(&self, args: Cow<'_, Value>, ctx: ToolContext) -> BoxFuture<HandlerResult> {
         let host = ctx.host.clone();
         let ctx = match self.takes_ctx {
             true => Context::Given(ctx),
             false => Context::Unused(ctx),
         };
         call_python(&self.invoke, self.kind, host, args, ctx, "a Python handler")
+    }
+}
+
+impl Handler for PyHandler {
+    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+        self.run(Cow::Owned(args), ctx)
+    }
+
+    /// Lent arguments are copied only when they must wait for the loop: on the loop thread
+    /// (a batch polled there) they become Python objects at once.
+    fn call_ref(&self, args: &Value, ctx: ToolContext) -> BoxFuture<HandlerResult> {
+        self.run(Cow::Borrowed(args), ctx)
     }
 }
 
@@ -101,7 +115,7 @@ pub fn call_python(
     invoke: &Arc<Py<PyAny>>,
     kind: Kind,
     host: Option<HostData>,
-    args: Value,
+    args: Cow<'_, Value>,
     ctx: Context,
     what: &'static str,
 ) -> BoxFuture<HandlerResult> {
@@ -113,6 +127,7 @@ pub fn call_python(
             )))
         });
     };
+    let args = Args::for_host(args, &host);
     let (slot, rx) = TaskSlot::new();
     let guard = AbandonGuard::new(slot.clone(), host.clone());
     match kind {
@@ -159,7 +174,7 @@ pub fn call_python(
 fn run_sync(
     py: Python<'_>,
     invoke: &Py<PyAny>,
-    args: Value,
+    args: Args,
     ctx: Context,
     slot: Arc<TaskSlot>,
     host: &Arc<BatchHost>,
@@ -176,7 +191,7 @@ fn run_sync(
         ))));
         return;
     }
-    let called = convert::to_py(py, &args).and_then(|args| {
+    let called = args.into_py(py).and_then(|args| {
         let context = host.context(py).call_method0(pyo3::intern!(py, "copy"))?;
         let run = pyo3::intern!(py, "run");
         match ctx {

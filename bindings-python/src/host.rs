@@ -87,7 +87,7 @@ pub enum Awaitable {
         /// The handler's invoker.
         invoke: Arc<Py<PyAny>>,
         /// Validated arguments.
-        args: Value,
+        args: Args,
         /// What the second argument is.
         ctx: CtxArg,
         /// A `def` run right here (`sync_to_thread=False`): called in a copy of the batch's
@@ -96,6 +96,36 @@ pub enum Awaitable {
     },
     /// An awaitable a sync handler returned.
     Object(Py<PyAny>),
+}
+
+/// A callable's JSON argument on its way to the loop.
+pub enum Args {
+    /// As the core has it, converted on the loop thread.
+    Json(Value),
+    /// Converted already: posted from the loop thread while it served the batch, which
+    /// converts a value the engine lends right there rather than copying it to convert later.
+    Python(Py<PyAny>),
+}
+
+impl Args {
+    /// `args` for a batch served by `host`: converted now when this thread serves it (it is
+    /// the loop thread, attached), else owned, for the loop or a worker to convert.
+    pub fn for_host(args: std::borrow::Cow<'_, Value>, host: &Arc<BatchHost>) -> Args {
+        if SERVING.get() != Arc::as_ptr(host) as usize {
+            return Args::Json(args.into_owned());
+        }
+        // A conversion that fails is left for the loop to fail again, as the call's outcome.
+        Python::attach(|py| convert::to_py(py, &args).map(Bound::unbind))
+            .map_or_else(|_| Args::Json(args.into_owned()), Args::Python)
+    }
+
+    /// The argument as a Python object.
+    pub fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+        match self {
+            Args::Json(value) => convert::to_py(py, &value),
+            Args::Python(obj) => Ok(obj.into_bound(py)),
+        }
+    }
 }
 
 /// The second argument of an invoker: the attempt's context, or not.
@@ -393,7 +423,7 @@ impl BatchHost {
                 args,
                 ctx,
                 sync,
-            } => convert::to_py(py, &args).and_then(|args| {
+            } => args.into_py(py).and_then(|args| {
                 let ctx = ctx.make(py)?;
                 let invoke = invoke.bind(py);
                 if sync {

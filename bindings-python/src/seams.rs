@@ -12,6 +12,7 @@ use crate::handler::{Context, Kind, call_python};
 use pyo3::prelude::*;
 use serde_json::Value;
 use serde_json::json;
+use std::borrow::Cow;
 use std::sync::Arc;
 use tooljig::{
     AccessDecision, AccessRequest, ApprovalPredicate, ApprovalQuery, BoxFuture, Caller,
@@ -44,7 +45,7 @@ impl PyCallable {
             &self.invoke,
             self.kind,
             host,
-            request,
+            Cow::Owned(request),
             Context::Absent,
             what,
         )
@@ -161,7 +162,7 @@ impl ApprovalPredicate for PyApprovalPredicate {
             &self.invoke,
             self.kind,
             host,
-            request,
+            Cow::Owned(request),
             Context::Absent,
             "the approval predicate",
         );

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import dataclasses
 import datetime
 import enum
@@ -238,3 +239,40 @@ async def test_an_object_with_an_async_call_runs_on_the_loop(engine: tooljig.Eng
 
     engine.register("t", "", None, Handler())
     assert (await one(engine, "t")).envelope == {"ok": True, "data": threading.current_thread().name}
+
+
+@pytest.mark.parametrize("kind", ["async", "sync", "sync_on_loop"])
+@pytest.mark.parametrize("calls", [1, 40])
+async def test_a_handler_that_changes_its_arguments_changes_nothing_the_engine_keeps(
+    engine: tooljig.Engine, kind: str, calls: int
+) -> None:
+    # Each attempt gets arguments of its own, whether they became Python objects on the
+    # loop thread (a small batch polled there) or were copied for later: what one attempt
+    # did to its dict is seen neither by the next nor in the result.
+    seen: list[dict] = []
+
+    def change(args: dict, ctx: tooljig.ToolContext) -> dict:
+        seen.append(copy.deepcopy(args))
+        args["q"]["deep"].append("changed")
+        args["added"] = True
+        if ctx.attempt < 2:
+            raise ToolError("external_api_error", "try again")
+        return args
+
+    async def achange(args: dict, ctx: tooljig.ToolContext) -> dict:
+        return change(args, ctx)
+
+    handler = achange if kind == "async" else change
+    engine.register(
+        "t", "", None, handler, retry=tooljig.Retry(attempts=2, backoff_ms=1),
+        sync_to_thread=kind != "sync_on_loop",
+    )
+    arguments = {"q": {"deep": ["as sent"]}}
+    out = await engine.run([{"id": f"c{i}", "tool": "t", "arguments": arguments} for i in range(calls)])
+    assert arguments == {"q": {"deep": ["as sent"]}}
+    for r in out:
+        assert r.envelope == {"ok": True, "data": {"q": {"deep": ["as sent", "changed"]}, "added": True}}
+        assert r.arguments == {"q": {"deep": ["as sent"]}}
+        assert r.attempts == 2
+    assert len(seen) == 2 * calls
+    assert all(s == {"q": {"deep": ["as sent"]}} for s in seen)
