@@ -30,8 +30,8 @@
 //! [`WAITING`] more tasks start on the next turn again, so a caller that awaits batches back to
 //! back without the loop ever turning piles up no more of them.
 
+use crate::awaitable;
 use crate::outcome;
-use crate::task;
 use pyo3::exceptions::asyncio::CancelledError;
 use pyo3::exceptions::{
     PyGeneratorExit, PyKeyboardInterrupt, PyRuntimeError, PyStopIteration, PySystemExit,
@@ -212,7 +212,7 @@ impl Guarded {
             (state.started, parts.0, parts.1, settle)
         };
         let closed = match (started, &awaitable, &steps) {
-            (false, Some(awaitable), _) => task::close_unstarted(awaitable.bind(py)),
+            (false, Some(awaitable), _) => awaitable::close_unstarted(awaitable.bind(py)),
             (true, _, Some(steps)) => close(steps.bind(py).as_any()),
             _ => Ok(()),
         };

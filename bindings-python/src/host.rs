@@ -12,6 +12,7 @@
 //! Loops without `add_reader` (e.g. the Windows proactor loop) are woken with
 //! `loop.call_soon_threadsafe` instead, which attaches briefly from the posting thread.
 
+use crate::awaitable;
 use crate::convert;
 use crate::driven::{BatchFuture, Driven};
 use crate::events::PyEvent;
@@ -21,7 +22,7 @@ use crate::guarded::{Guarded, Settle};
 use crate::loop_waker::{LoopWaker, Woken};
 use crate::outcome;
 use crate::results::PyBatchResult;
-use crate::task::{self, TaskMaker};
+use crate::task::TaskMaker;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyWeakrefMethods, PyWeakrefReference};
@@ -453,7 +454,7 @@ impl BatchHost {
                 return Ok(());
             }
         };
-        if !task::is_awaitable(&obj)? {
+        if !awaitable::is_awaitable(&obj)? {
             // An `async` handler that returned a plain value (e.g. a wrapped callable).
             slot.finish(outcome::from_value(&obj));
             return Ok(());
