@@ -14,10 +14,9 @@
 //!
 //! Either way the handler runs in a copy of the caller's `contextvars` context.
 
+use crate::args::Args;
 use crate::context::PyToolContext;
-use crate::host::{
-    AbandonGuard, Args, Awaitable, BatchHost, CtxArg, MakeContext, Msg, Start, TaskSlot,
-};
+use crate::host::{AbandonGuard, Awaitable, BatchHost, CtxArg, MakeContext, Msg, Start, TaskSlot};
 use crate::outcome;
 use crate::workers;
 use pyo3::exceptions::PyKeyboardInterrupt;
@@ -71,9 +70,7 @@ impl PyHandler {
     pub fn callable(&self) -> &Arc<Py<PyAny>> {
         &self.invoke
     }
-}
 
-impl PyHandler {
     fn run(&self, args: Cow<'_, Value>, ctx: ToolContext) -> BoxFuture<HandlerResult> {
         let host = ctx.host.clone();
         let ctx = match self.takes_ctx {
@@ -127,7 +124,7 @@ pub fn call_python(
             )))
         });
     };
-    let args = Args::for_host(args, &host);
+    let args = Args::for_batch(args, host.serves_here());
     let (slot, rx) = TaskSlot::new();
     let guard = AbandonGuard::new(slot.clone(), host.clone());
     match kind {

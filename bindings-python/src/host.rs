@@ -88,7 +88,7 @@ pub enum Awaitable {
         /// The handler's invoker.
         invoke: Arc<Py<PyAny>>,
         /// Validated arguments.
-        args: Args,
+        args: crate::args::Args,
         /// What the second argument is.
         ctx: CtxArg,
         /// A `def` run right here (`sync_to_thread=False`): called in a copy of the batch's
@@ -97,36 +97,6 @@ pub enum Awaitable {
     },
     /// An awaitable a sync handler returned.
     Object(Py<PyAny>),
-}
-
-/// A callable's JSON argument on its way to the loop.
-pub enum Args {
-    /// As the core has it, converted on the loop thread.
-    Json(Value),
-    /// Converted already: posted from the loop thread while it served the batch, which
-    /// converts a value the engine lends right there rather than copying it to convert later.
-    Python(Py<PyAny>),
-}
-
-impl Args {
-    /// `args` for a batch served by `host`: converted now when this thread serves it (it is
-    /// the loop thread, attached), else owned, for the loop or a worker to convert.
-    pub fn for_host(args: std::borrow::Cow<'_, Value>, host: &Arc<BatchHost>) -> Args {
-        if SERVING.get() != Arc::as_ptr(host) as usize {
-            return Args::Json(args.into_owned());
-        }
-        // A conversion that fails is left for the loop to fail again, as the call's outcome.
-        Python::attach(|py| convert::to_py(py, &args).map(Bound::unbind))
-            .map_or_else(|_| Args::Json(args.into_owned()), Args::Python)
-    }
-
-    /// The argument as a Python object.
-    pub fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-        match self {
-            Args::Json(value) => convert::to_py(py, &value),
-            Args::Python(obj) => Ok(obj.into_bound(py)),
-        }
-    }
 }
 
 /// The second argument of an invoker: the attempt's context, or not.
@@ -293,11 +263,17 @@ impl BatchHost {
         self.locals.context(py)
     }
 
+    /// Whether this thread serves the batch's inbox right now: it is the loop thread,
+    /// attached, and what it posts is handled before serving ends.
+    pub fn serves_here(self: &Arc<Self>) -> bool {
+        SERVING.get() == Arc::as_ptr(self) as usize
+    }
+
     /// Queues a message for the loop thread and wakes it if it is not awake already.
     /// Never attaches to the interpreter, unless the loop has no `add_reader`.
     pub fn post(self: &Arc<Self>, msg: Msg) {
         lock(&self.inbox).push(msg);
-        if SERVING.get() == Arc::as_ptr(self) as usize {
+        if self.serves_here() {
             return;
         }
         if self.wake_pending.swap(true, Ordering::SeqCst) {
@@ -359,7 +335,7 @@ impl BatchHost {
     pub fn queue_poll(self: &Arc<Self>) {
         if self.driven.should_queue() {
             self.post(Msg::Poll);
-            if SERVING.get() != Arc::as_ptr(self) as usize {
+            if !self.serves_here() {
                 // Woken from elsewhere: the loop may never come back for it; unless it polls
                 // within `TAKE_OVER`, the runtime takes the batch (`watchdog.rs`).
                 crate::watchdog::arm(&self.driven);

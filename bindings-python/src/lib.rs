@@ -11,6 +11,7 @@
 //! `stream`) is `python/tooljig/`.
 
 pub mod agent;
+pub mod args;
 pub mod awaitable;
 pub mod batch;
 pub mod caller;

@@ -45,7 +45,7 @@ impl TaskMaker {
             .is_none()
         {
             return Ok(TaskMaker::Direct {
-                task: asyncio(py)?.getattr(intern!(py, "Task"))?.unbind(),
+                task: task_class(py)?.clone().unbind(),
                 event_loop: event_loop.clone().unbind(),
                 eager: eager_python(py),
             });
@@ -170,10 +170,8 @@ fn eager_python(py: Python<'_>) -> bool {
     *EAGER.get_or_init(|| py.version_info() >= (3, 12))
 }
 
-/// The `asyncio` module, imported once.
-fn asyncio(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    static ASYNCIO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    ASYNCIO
-        .get_or_try_init(py, || py.import("asyncio").map(|m| m.into_any().unbind()))
-        .map(|m| m.bind(py))
+/// `asyncio.Task`, looked up once rather than once a batch.
+fn task_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static TASK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    TASK.import(py, "asyncio", "Task")
 }
