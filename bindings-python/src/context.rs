@@ -22,7 +22,7 @@ impl PyToolContext {
         PyToolContext { inner }
     }
 
-    /// The context of one attempt as the object a handler receives (a `host::MakeContext`).
+    /// The context of one attempt as the object a handler receives (an `args::MakeContext`).
     pub fn into_py(py: Python<'_>, inner: ToolContext) -> PyResult<Py<PyAny>> {
         Ok(Py::new(py, PyToolContext::new(inner))?.into_any())
     }

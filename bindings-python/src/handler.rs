@@ -14,9 +14,9 @@
 //!
 //! Either way the handler runs in a copy of the caller's `contextvars` context.
 
-use crate::args::Args;
+use crate::args::{Args, CtxArg, MakeContext};
 use crate::context::PyToolContext;
-use crate::host::{AbandonGuard, Awaitable, BatchHost, CtxArg, MakeContext, Msg, Start, TaskSlot};
+use crate::host::{AbandonGuard, Awaitable, BatchHost, Msg, Start, TaskSlot};
 use crate::outcome;
 use crate::workers;
 use pyo3::exceptions::PyKeyboardInterrupt;

@@ -12,6 +12,7 @@
 //! Loops without `add_reader` (e.g. the Windows proactor loop) are woken with
 //! `loop.call_soon_threadsafe` instead, which attaches briefly from the posting thread.
 
+use crate::args::{Args, CtxArg};
 use crate::awaitable;
 use crate::convert;
 use crate::driven::{BatchFuture, Driven};
@@ -33,7 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
-use tooljig::{BatchResult, Event, HandlerResult, ToolContext, ToolError};
+use tooljig::{BatchResult, Event, HandlerResult, ToolError};
 
 /// Locks `m` even when poisoned: a panic elsewhere must not wedge every later batch or run.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -74,10 +75,6 @@ pub struct Start {
     pub slot: Arc<TaskSlot>,
 }
 
-/// Makes the Python object a handler receives as its context (`context.rs` knows how; this
-/// file only runs tasks).
-pub type MakeContext = fn(Python<'_>, ToolContext) -> PyResult<Py<PyAny>>;
-
 /// What a task awaits.
 // Moved once, into the message that starts it; boxing the common variant would cost every
 // call an allocation to spare the rare one a few bytes.
@@ -88,7 +85,7 @@ pub enum Awaitable {
         /// The handler's invoker.
         invoke: Arc<Py<PyAny>>,
         /// Validated arguments.
-        args: crate::args::Args,
+        args: Args,
         /// What the second argument is.
         ctx: CtxArg,
         /// A `def` run right here (`sync_to_thread=False`): called in a copy of the batch's
@@ -97,37 +94,6 @@ pub enum Awaitable {
     },
     /// An awaitable a sync handler returned.
     Object(Py<PyAny>),
-}
-
-/// The second argument of an invoker: the attempt's context, or not.
-pub enum CtxArg {
-    /// None: `invoke(args)`, for app callables that take only their request (policy hook,
-    /// resolvers).
-    Absent,
-    /// `invoke(args, None)`: the handler of `tool` declared no context, so none is made.
-    Unused(Arc<str>),
-    /// `invoke(args, ctx)`, the context made as `MakeContext` makes it.
-    Given(ToolContext, MakeContext),
-}
-
-impl CtxArg {
-    /// The tool whose handler this is, if it is one.
-    fn tool(&self) -> Option<&Arc<str>> {
-        match self {
-            CtxArg::Absent => None,
-            CtxArg::Unused(tool) => Some(tool),
-            CtxArg::Given(ctx, _) => Some(&ctx.tool),
-        }
-    }
-
-    /// The second argument, if `invoke` takes one.
-    fn make<'py>(self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        Ok(match self {
-            CtxArg::Absent => None,
-            CtxArg::Unused(_) => Some(py.None().into_bound(py)),
-            CtxArg::Given(ctx, make) => Some(make(py, ctx)?.into_bound(py)),
-        })
-    }
 }
 
 enum SlotState {
