@@ -103,6 +103,27 @@ test('an auth hook in JavaScript decides who calls', async () => {
   }
 })
 
+test('an MCP client’s model reads the tool’s view and its code gets the data', async () => {
+  const engine = new Engine()
+  const rows = ['a', 'b', 'c'].map((title) => ({ title }))
+  engine.register('search', tool({ inputSchema: object({}), execute: () => ({ rows }), toModelOutput: (output) => ({ count: output.rows.length }) }))
+  engine.register('long', tool({ inputSchema: object({}), execute: () => ({ text: 'x'.repeat(500) }) }), { modelOutputMaxChars: 10 })
+  const server = engine.serveMcp()
+  try {
+    const client = await sdkClient(server.url, {})
+    const found = await client.callTool({ name: 'search', arguments: {} })
+    assert.deepEqual(found.structuredContent, { rows }, 'the data, whole')
+    assert.deepEqual(JSON.parse(found.content[0].text), { ok: true, data: { count: 3 } }, 'the view')
+    const said = await client.callTool({ name: 'long', arguments: {} })
+    assert.equal(said.structuredContent.text.length, 500)
+    assert.match(said.content[0].text, /truncated by tooljig/)
+    assert.ok(said.content[0].text.length < 200, said.content[0].text)
+    await client.close()
+  } finally {
+    await server.stop()
+  }
+})
+
 test('tooljig’s client runs a TypeScript SDK server’s tools under its policy', async () => {
   const engine = new Engine()
   const client = await engine.connectMcp([process.execPath, join(here, 'fixtures', 'mcp-ts-server.mjs')], {

@@ -143,6 +143,35 @@ async def test_an_auth_hook_in_python_decides_who_calls() -> None:
         await server.stop()
 
 
+async def test_an_mcp_clients_model_reads_the_tools_view_and_its_code_gets_the_data() -> None:
+    engine = tooljig.Engine()
+    rows = [{"title": t} for t in "abc"]
+
+    @engine.tool(to_model_output=lambda data: {"count": len(data["rows"])})
+    def search() -> dict[str, Any]:
+        """Searches."""
+        return {"rows": rows}
+
+    @engine.tool(model_output_max_chars=10)
+    def long() -> dict[str, str]:
+        """Says a lot."""
+        return {"text": "x" * 500}
+
+    server = engine.serve_mcp(tokens={"ada-token": {"principal": "ada"}})
+    try:
+
+        async def both(session: ClientSession) -> Any:
+            return await session.call_tool("search", {}), await session.call_tool("long", {})
+
+        found, said = await session_call(server.url, "ada-token", both)
+        assert found.structured_content == {"rows": rows}, "the data, whole"
+        assert json.loads(found.content[0].text) == {"ok": True, "data": {"count": 3}}, "the view"
+        assert said.structured_content == {"text": "x" * 500}
+        assert "truncated by tooljig" in said.content[0].text and len(said.content[0].text) < 200
+    finally:
+        await server.stop()
+
+
 async def test_tooljigs_client_runs_a_python_sdk_servers_tools_under_its_policy() -> None:
     engine = tooljig.Engine()
     client = await engine.connect_mcp(

@@ -591,3 +591,57 @@ async fn a_client_that_disconnects_mid_call_leaves_nothing_hanging() {
     other.cancel().await.unwrap();
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_reads_the_tools_view_and_the_client_gets_the_data() {
+    let engine = Arc::new(Engine::new());
+    let rows = json!({"rows": [{"title": "a"}, {"title": "b"}, {"title": "c"}]});
+    let data = rows.clone();
+    engine
+        .register(
+            tool(
+                json!({"name": "search", "description": "Searches.", "input_schema": {"type": "object"}}),
+                move |_| data.clone(),
+            )
+            .to_model_output(handler_fn(|data, _ctx| async move {
+                Ok(json!({"count": data["rows"].as_array().map_or(0, Vec::len)}))
+            })),
+        )
+        .unwrap();
+    engine
+        .register(tool(
+            json!({"name": "long", "description": "Says a lot.", "input_schema": {"type": "object"},
+                   "policy": {"model_output_max_chars": 10}}),
+            |_| json!({"text": "x".repeat(500)}),
+        ))
+        .unwrap();
+    let server = serve(engine).await;
+    let raw = rmcp_client(server.url(), "bob-token", ()).await;
+
+    let found = raw
+        .peer()
+        .call_tool(params("search", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(found.structured_content, Some(rows), "the data, whole");
+    let text: Value = serde_json::from_str(&found.content[0].as_text().unwrap().text).unwrap();
+    assert_eq!(text, json!({"ok": true, "data": {"count": 3}}), "the view");
+
+    let long = raw
+        .peer()
+        .call_tool(params("long", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(
+        long.structured_content.unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .len(),
+        500
+    );
+    let text = &long.content[0].as_text().unwrap().text;
+    assert!(text.contains("truncated by tooljig"), "{text}");
+    assert!(text.len() < 200, "the budget holds over MCP: {text}");
+    raw.cancel().await.unwrap();
+    server.stop().await;
+}

@@ -306,7 +306,7 @@ impl Session {
         tool: &str,
         mut arguments: Value,
         context: &RequestContext<RoleServer>,
-    ) -> Envelope {
+    ) -> Answer {
         let engine = &self.shared.engine;
         let mut caller = self.caller(context);
         let ask = self.shared.options.elicitation && elicit::supported(&context.peer);
@@ -330,17 +330,18 @@ impl Session {
                 return Envelope::error(
                     crate::ErrorCode::InternalError,
                     "the engine returned no result",
-                );
+                )
+                .into();
             };
             if !ask {
-                return result.envelope;
+                return result.into();
             }
             if result.status == CallStatus::PendingApproval {
                 // Boxed, like asking for fields below: rare, and large inline.
                 return Box::pin(self.approve(result, run_id, &caller, context)).await;
             }
             let Envelope::Needs(fields) = &result.envelope else {
-                return result.envelope;
+                return result.into();
             };
             let spec = engine
                 .registry()
@@ -354,7 +355,7 @@ impl Session {
                 _ => None,
             };
             let (Some(answered), Value::Object(args)) = (answered, &mut arguments) else {
-                return result.envelope;
+                return result.into();
             };
             args.extend(answered);
             asked += 1;
@@ -369,13 +370,13 @@ impl Session {
         run_id: Option<String>,
         caller: &Caller,
         context: &RequestContext<RoleServer>,
-    ) -> Envelope {
+    ) -> Answer {
         let engine = &self.shared.engine;
         let (Some(info), Some(run_id)) = (result.approval.as_deref(), run_id) else {
-            return result.envelope;
+            return result.into();
         };
         let Some(approval_id) = info.id.clone() else {
-            return result.envelope;
+            return result.into();
         };
         let verdict = elicit::approval(
             &context.peer,
@@ -387,26 +388,49 @@ impl Session {
         .await;
         let hash = info.arguments_hash.clone();
         let decided = match verdict {
-            elicit::Verdict::Dismissed => return result.envelope,
+            elicit::Verdict::Dismissed => return result.into(),
             elicit::Verdict::Approve => engine.approve(&approval_id, &hash, caller, None).await,
             elicit::Verdict::Reject(message) => {
                 engine.reject(&approval_id, &hash, caller, message).await
             }
         };
         if let Err(refused) = decided {
-            return Envelope::Error(refused);
+            return Envelope::Error(refused).into();
         }
         match engine
             .resume_with(&run_id, self.batch_options(context))
             .await
         {
-            Ok(out) => out
-                .results
-                .into_iter()
-                .next()
-                .map(|r| r.envelope)
-                .unwrap_or(result.envelope),
-            Err(refused) => Envelope::Error(refused),
+            Ok(out) => match out.results.into_iter().next() {
+                Some(resumed) => resumed.into(),
+                None => result.into(),
+            },
+            Err(refused) => Envelope::Error(refused).into(),
+        }
+    }
+}
+
+/// A `tools/call`'s outcome: its envelope and, when the tool shapes it (`to_model_output`, a
+/// model output budget), what the model reads in place of the data.
+struct Answer {
+    envelope: Envelope,
+    model_output: Option<Box<Value>>,
+}
+
+impl From<Envelope> for Answer {
+    fn from(envelope: Envelope) -> Self {
+        Answer {
+            envelope,
+            model_output: None,
+        }
+    }
+}
+
+impl From<CallResult> for Answer {
+    fn from(result: CallResult) -> Self {
+        Answer {
+            envelope: result.envelope,
+            model_output: result.model_output,
         }
     }
 }
@@ -473,7 +497,7 @@ impl ServerHandler for Session {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // Boxed: rmcp runs every request in a task whose future is as large as the largest
         // handler's, and moves it whole as it spawns it; inline, this one made it 12 KB.
-        let envelope = Box::pin(self.call(&request.name, arguments, &context)).await;
-        Ok(wire::result(envelope).into())
+        let answer = Box::pin(self.call(&request.name, arguments, &context)).await;
+        Ok(wire::result(answer.envelope, answer.model_output).into())
     }
 }

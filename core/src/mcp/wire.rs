@@ -48,11 +48,17 @@ pub fn annotations(policy: &Policy) -> ToolAnnotations {
 }
 
 /// The MCP result of a call's envelope. The envelope's JSON is the text content either way,
-/// so the model reads code and message; data that is an object is also `structuredContent`;
-/// anything but `ok` is `isError` (a `needs` envelope too: the tool produced no data).
-/// Takes the envelope whole, so its data becomes `structuredContent` without a copy.
-pub fn result(envelope: Envelope) -> CallToolResult {
-    let text = ContentBlock::text(serde_json::to_string(&envelope).unwrap_or_default());
+/// so the model reads code and message, with `model_output` (the tool's view of its data for
+/// the model) in place of the data when the tool shapes it; data that is an object is also
+/// `structuredContent`, whole, for the client's code; anything but `ok` is `isError` (a
+/// `needs` envelope too: the tool produced no data). Takes the envelope whole, so its data
+/// becomes `structuredContent` without a copy.
+pub fn result(envelope: Envelope, model_output: Option<Box<Value>>) -> CallToolResult {
+    let text = match (&envelope, model_output) {
+        (Envelope::Ok(_), Some(view)) => serde_json::to_string(&Envelope::Ok(*view)),
+        _ => serde_json::to_string(&envelope),
+    };
+    let text = ContentBlock::text(text.unwrap_or_default());
     match envelope {
         Envelope::Ok(data) => {
             let mut out = CallToolResult::success(vec![text]);
@@ -147,26 +153,46 @@ mod tests {
 
     #[test]
     fn envelopes_map_to_results_and_back() {
-        let ok = result(Envelope::Ok(json!({"sum": 3})));
+        let ok = result(Envelope::Ok(json!({"sum": 3})), None);
         assert_eq!(ok.is_error, Some(false));
         assert_eq!(ok.structured_content, Some(json!({"sum": 3})));
         assert_eq!(outcome(ok).unwrap(), json!({"sum": 3}));
-        let scalar = result(Envelope::Ok(json!(3)));
+        let scalar = result(Envelope::Ok(json!(3)), None);
         assert_eq!(scalar.structured_content, None);
         assert_eq!(outcome(scalar).unwrap(), json!({"ok": true, "data": 3}));
         let prose = CallToolResult::success(vec![ContentBlock::text("it is 3")]);
         assert_eq!(outcome(prose).unwrap(), json!("it is 3"));
-        let refused = result(Envelope::error(ErrorCode::ScopesMissing, "needs admin"));
+        let refused = result(
+            Envelope::error(ErrorCode::ScopesMissing, "needs admin"),
+            Some(Box::new(json!("a view is for data only"))),
+        );
         assert_eq!(refused.is_error, Some(true));
+        let text = &refused.content[0].as_text().unwrap().text;
+        assert!(
+            !text.contains("a view"),
+            "an error is shown as it is: {text}"
+        );
         let Err(HandlerError::Tool(e)) = outcome(refused) else {
             panic!("an isError result is the server's failure")
         };
         assert_eq!(e.code, ErrorCode::ExternalApiError);
         assert!(e.message.contains("scopes_missing"), "{}", e.message);
         assert_eq!(
-            result(Envelope::Needs(vec!["when".into()])).is_error,
+            result(Envelope::Needs(vec!["when".into()]), None).is_error,
             Some(true)
         );
+    }
+
+    #[test]
+    fn the_text_is_the_models_view_and_structured_content_the_data() {
+        let data = json!({"rows": [1, 2, 3]});
+        let shaped = result(
+            Envelope::Ok(data.clone()),
+            Some(Box::new(json!({"count": 3}))),
+        );
+        assert_eq!(shaped.structured_content, Some(data));
+        let text = &shaped.content[0].as_text().unwrap().text;
+        assert_eq!(text, r#"{"ok":true,"data":{"count":3}}"#);
     }
 
     #[test]
