@@ -170,10 +170,8 @@ impl CallResult {
 
     /// The envelope as the model sees it: `model_output` in place of the data when set.
     pub fn model_envelope(&self) -> Envelope {
-        match (&self.model_output, &self.envelope) {
-            (Some(view), Envelope::Ok(_)) => Envelope::Ok(Value::clone(view)),
-            _ => self.envelope.clone(),
-        }
+        model_view(&self.envelope, self.model_output.as_deref())
+            .unwrap_or_else(|| self.envelope.clone())
     }
 
     /// The result as JSON.
@@ -255,4 +253,14 @@ pub struct ParentCall {
     pub tool: String,
     /// How deep the nested call is: 1 for a call a top-level call's handler made.
     pub depth: u32,
+}
+
+/// What the model reads in place of `envelope` when a tool shaped its data into `view`: the
+/// view as the data of an `ok` envelope; `None` when the model reads the envelope as it is
+/// (no view, or not a success: errors, `needs` and pending results are never shaped).
+pub(crate) fn model_view(envelope: &Envelope, view: Option<&Value>) -> Option<Envelope> {
+    match (view, envelope) {
+        (Some(view), Envelope::Ok(_)) => Some(Envelope::Ok(view.clone())),
+        _ => None,
+    }
 }

@@ -7,7 +7,8 @@
 //! (CPython runs it in the child of every `os.fork`, and of C code that forks as its C API
 //! asks), calls [`announce_forks`] once and [`forked`] from the hook, and the check becomes a
 //! load. The Node binding announces without a hook: a Node process never runs JavaScript in a
-//! forked child, so no fork of it ever reaches tooljig. A fork handler of tooljig's own would need `unsafe`, which this workspace forbids.
+//! forked child, so no fork of it ever reaches tooljig. A fork handler of tooljig's own would
+//! need `unsafe`, which this workspace forbids.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 

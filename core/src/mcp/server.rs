@@ -498,6 +498,6 @@ impl ServerHandler for Session {
         // Boxed: rmcp runs every request in a task whose future is as large as the largest
         // handler's, and moves it whole as it spawns it; inline, this one made it 12 KB.
         let answer = Box::pin(self.call(&request.name, arguments, &context)).await;
-        Ok(wire::result(answer.envelope, answer.model_output).into())
+        Ok(wire::result(answer.envelope, answer.model_output.as_deref()).into())
     }
 }

@@ -1,6 +1,7 @@
 //! What crosses MCP: a tool spec as an MCP tool and back, an envelope as an MCP result and
 //! back. The mapping is the one `docs/mcp.md` and `docs/error-codes.md` describe.
 
+use crate::call::model_view;
 use crate::envelope::{Envelope, ToolError};
 use crate::error_code::ErrorCode;
 use crate::handler::{HandlerError, HandlerResult};
@@ -53,10 +54,10 @@ pub fn annotations(policy: &Policy) -> ToolAnnotations {
 /// `structuredContent`, whole, for the client's code; anything but `ok` is `isError` (a
 /// `needs` envelope too: the tool produced no data). Takes the envelope whole, so its data
 /// becomes `structuredContent` without a copy.
-pub fn result(envelope: Envelope, model_output: Option<Box<Value>>) -> CallToolResult {
-    let text = match (&envelope, model_output) {
-        (Envelope::Ok(_), Some(view)) => serde_json::to_string(&Envelope::Ok(*view)),
-        _ => serde_json::to_string(&envelope),
+pub fn result(envelope: Envelope, model_output: Option<&Value>) -> CallToolResult {
+    let text = match model_view(&envelope, model_output) {
+        Some(shown) => serde_json::to_string(&shown),
+        None => serde_json::to_string(&envelope),
     };
     let text = ContentBlock::text(text.unwrap_or_default());
     match envelope {
@@ -164,7 +165,7 @@ mod tests {
         assert_eq!(outcome(prose).unwrap(), json!("it is 3"));
         let refused = result(
             Envelope::error(ErrorCode::ScopesMissing, "needs admin"),
-            Some(Box::new(json!("a view is for data only"))),
+            Some(&json!("a view is for data only")),
         );
         assert_eq!(refused.is_error, Some(true));
         let text = &refused.content[0].as_text().unwrap().text;
@@ -186,10 +187,7 @@ mod tests {
     #[test]
     fn the_text_is_the_models_view_and_structured_content_the_data() {
         let data = json!({"rows": [1, 2, 3]});
-        let shaped = result(
-            Envelope::Ok(data.clone()),
-            Some(Box::new(json!({"count": 3}))),
-        );
+        let shaped = result(Envelope::Ok(data.clone()), Some(&json!({"count": 3})));
         assert_eq!(shaped.structured_content, Some(data));
         let text = &shaped.content[0].as_text().unwrap().text;
         assert_eq!(text, r#"{"ok":true,"data":{"count":3}}"#);
