@@ -101,6 +101,8 @@ test('a sealed, anchored audit log catches records cut off its end', async () =>
     await e.run(['a', 'b', 'c'].map((id) => ({ id, tool: 't' })), { caller: { principal: 'u1' } })
     assert.deepEqual(await e.verifyAudit(), { records: 3, broken: null })
     assert.throws(() => new Engine({ sealKey: 'short' }), /32 bytes/)
+    // Hex digits with a two-byte character among them: refused, not a panic.
+    assert.throws(() => new Engine({ sealKey: 'hex:a\u00e9b' + '6b'.repeat(32) }), /hex key/)
     // Another key does not continue this log: its records would not verify.
     assert.throws(() => new Engine({ ...options, sealKey: 'hex:' + '08'.repeat(32) }), /not sealed with this key|valid MAC/)
     // The last line deleted: the chain that is left still links, the anchor says otherwise.

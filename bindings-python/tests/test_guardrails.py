@@ -196,3 +196,6 @@ def test_a_sealed_anchored_audit_log_catches_records_cut_off_its_end(tmp_path: P
         tooljig.Engine(audit=tooljig.SqliteAudit(db))
     with pytest.raises(tooljig.InvalidInputError, match="32 bytes"):
         tooljig.Engine(seal_key="short")
+    # Hex digits with a two-byte character among them: refused, not a panic.
+    with pytest.raises(tooljig.InvalidInputError, match="hex key"):
+        tooljig.Engine(seal_key="hex:a\u00e9b" + "6b" * 32)

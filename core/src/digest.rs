@@ -59,12 +59,7 @@ pub fn into_string(bytes: Vec<u8>) -> String {
 
 /// Lower-case hex of some bytes.
 pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = Vec::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.extend_from_slice(&[DIGITS[(b >> 4) as usize], DIGITS[(b & 15) as usize]]);
-    }
-    into_string(out)
+    const_hex::encode(bytes)
 }
 
 /// Lower-case hex SHA-256 of `bytes`.

@@ -105,17 +105,7 @@ impl SealKey {
 }
 
 fn from_hex(digits: &str) -> Result<Vec<u8>, String> {
-    let digits = digits.trim();
-    if !digits.len().is_multiple_of(2) {
-        return Err("a hex key needs an even number of digits".into());
-    }
-    (0..digits.len())
-        .step_by(2)
-        .map(|i| {
-            u8::from_str_radix(&digits[i..i + 2], 16)
-                .map_err(|_| format!("{:?} is not hex", &digits[i..i + 2]))
-        })
-        .collect()
+    const_hex::decode(digits.trim()).map_err(|e| format!("a hex key: {e}"))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -158,5 +148,16 @@ mod tests {
         );
         assert!(SealKey::parse("hex:zz").is_err());
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn hex_that_is_not_hex_is_refused_not_a_panic() {
+        // Even in bytes, but two-byte characters put a pair's end inside one.
+        for digits in ["a\u{e9}b", "\u{e9}\u{e9}", "6b6b\u{1f600}", "abc", " "] {
+            let refused = SealKey::parse(&format!("hex:{digits}"));
+            assert!(refused.is_err(), "{digits:?} was taken as a key");
+        }
+        let upper = SealKey::parse(&format!("hex:{}", "6B".repeat(40))).unwrap();
+        assert_eq!(upper, SealKey::new("k".repeat(40)).unwrap());
     }
 }
