@@ -272,20 +272,22 @@ struct Session {
 }
 
 impl Session {
-    /// Who this request runs for: the caller the auth hook found for its HTTP request, else
-    /// the app's caller; its session is the MCP session unless the caller names one.
-    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
-        let parts = context.extensions.get::<http::request::Parts>();
-        let mut caller = parts
-            .and_then(|p| p.extensions.get::<Caller>())
-            .cloned()
-            .unwrap_or_else(|| self.shared.options.caller.clone());
+    /// Who this request runs for: the caller the auth hook found for its HTTP request (taken
+    /// out of the request, which needs it no more, rather than copied), else the app's
+    /// caller; its session is the MCP session unless the caller names one.
+    fn caller(&self, context: &mut RequestContext<RoleServer>) -> Caller {
+        let parts = context.extensions.get_mut::<http::request::Parts>();
+        let (found, session) = match parts {
+            Some(parts) => {
+                let session = parts.headers.get("mcp-session-id");
+                let session = session.and_then(|v| v.to_str().ok()).map(str::to_string);
+                (parts.extensions.remove::<Caller>(), session)
+            }
+            None => (None, None),
+        };
+        let mut caller = found.unwrap_or_else(|| self.shared.options.caller.clone());
         if caller.session.is_none() {
-            caller.session = parts
-                .and_then(|p| p.headers.get("mcp-session-id"))
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-                .or_else(|| self.id.as_deref().map(str::to_string));
+            caller.session = session.or_else(|| self.id.as_deref().map(str::to_string));
         }
         caller
     }
@@ -305,10 +307,10 @@ impl Session {
         &self,
         tool: &str,
         mut arguments: Value,
+        mut caller: Caller,
         context: &RequestContext<RoleServer>,
     ) -> Answer {
         let engine = &self.shared.engine;
-        let mut caller = self.caller(context);
         let ask = self.shared.options.elicitation && elicit::supported(&context.peer);
         let id = format!("mcp-{}", context.id);
         let mut asked = 0;
@@ -467,9 +469,9 @@ impl ServerHandler for Session {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let caller = self.caller(&context);
+        let caller = self.caller(&mut context);
         let tools = self.shared.engine.specs_for(&caller);
         Ok(ListToolsResult::with_all_items(
             tools.iter().map(wire::tool).collect(),
@@ -479,7 +481,7 @@ impl ServerHandler for Session {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if self
             .shared
@@ -495,9 +497,10 @@ impl ServerHandler for Session {
             ));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let caller = self.caller(&mut context);
         // Boxed: rmcp runs every request in a task whose future is as large as the largest
         // handler's, and moves it whole as it spawns it; inline, this one made it 12 KB.
-        let answer = Box::pin(self.call(&request.name, arguments, &context)).await;
+        let answer = Box::pin(self.call(&request.name, arguments, caller, &context)).await;
         Ok(wire::result(answer.envelope, answer.model_output.as_deref()).into())
     }
 }
