@@ -159,5 +159,7 @@ mod tests {
         }
         let upper = SealKey::parse(&format!("hex:{}", "6B".repeat(40))).unwrap();
         assert_eq!(upper, SealKey::new("k".repeat(40)).unwrap());
+        let prefixed = SealKey::parse(&format!("hex:0x{}", "6b".repeat(40))).unwrap();
+        assert_eq!(prefixed, upper);
     }
 }
