@@ -49,10 +49,14 @@ impl HttpRequest {
 
     /// The bearer token of the `Authorization` header, if it carries one.
     pub fn bearer(&self) -> Option<&str> {
-        let value = self.headers.get("authorization")?;
-        let (scheme, token) = value.split_once(' ')?;
-        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        bearer_of(self.headers.get("authorization")?)
     }
+}
+
+/// The token of an `Authorization` header's value of the `Bearer` scheme.
+fn bearer_of(authorization: &str) -> Option<&str> {
+    let (scheme, token) = authorization.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// Maps an HTTP request to the caller it acts for. App code in any language;
@@ -66,6 +70,15 @@ pub trait HttpAuth: Send + Sync + 'static {
         request: HttpRequest,
         host: Option<HostData>,
     ) -> BoxFuture<Result<Caller, String>>;
+
+    /// The caller from the request's `Authorization` header alone (its last one; `None` when
+    /// it has none that is text), for a hook that needs nothing else of the request; the
+    /// default, `None`, asks for [`HttpAuth::authenticate`] with the whole request. A server
+    /// asks this first, so a table of tokens answers without the request's headers copied
+    /// into an [`HttpRequest`] for it (a score of allocations a request).
+    fn authenticate_header(&self, _authorization: Option<&str>) -> Option<Result<Caller, String>> {
+        None
+    }
 }
 
 /// An auth hook from an async closure.
@@ -122,13 +135,23 @@ impl HttpAuth for BearerTokens {
         request: HttpRequest,
         _host: Option<HostData>,
     ) -> BoxFuture<Result<Caller, String>> {
-        let found = match request.bearer() {
+        Box::pin(std::future::ready(self.answer(request.bearer())))
+    }
+
+    fn authenticate_header(&self, authorization: Option<&str>) -> Option<Result<Caller, String>> {
+        Some(self.answer(authorization.and_then(bearer_of)))
+    }
+}
+
+impl BearerTokens {
+    /// The caller of a request with bearer token `token`, or why it is refused.
+    fn answer(&self, token: Option<&str>) -> Result<Caller, String> {
+        match token {
             None => Err("a bearer token is required".to_string()),
             Some(token) => self
                 .caller_of(token)
                 .ok_or_else(|| "unknown bearer token".to_string()),
-        };
-        Box::pin(std::future::ready(found))
+        }
     }
 }
 
@@ -169,5 +192,29 @@ mod tests {
                 .await
                 .is_err()
         );
+    }
+
+    #[tokio::test]
+    async fn a_token_table_answers_from_the_header_as_from_the_request() {
+        let tokens = BearerTokens(HashMap::from([(
+            "s3cret".to_string(),
+            Caller::principal("ada"),
+        )]));
+        for header in [
+            "Bearer s3cret",
+            "bearer  s3cret ",
+            "Bearer s3cre",
+            "Basic s3cret",
+            "",
+        ] {
+            let whole = tokens.authenticate(request(header), None).await;
+            let alone = tokens.authenticate_header(Some(header));
+            assert_eq!(alone, Some(whole), "{header:?}");
+        }
+        let none = tokens.authenticate(HttpRequest::default(), None).await;
+        assert_eq!(tokens.authenticate_header(None), Some(none));
+        // A hook that needs the request (any closure) is asked with the whole of it.
+        let hook = http_auth_fn(|_| async { Ok(Caller::principal("x")) });
+        assert!(hook.authenticate_header(Some("Bearer s3cret")).is_none());
     }
 }

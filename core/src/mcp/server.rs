@@ -244,13 +244,22 @@ async fn authenticate(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     if let Some(auth) = &gate.auth {
-        let headers = request.headers().iter();
-        let seen = HttpRequest::new(
-            request.method().as_str(),
-            request.uri().path(),
-            headers.map(|(k, v)| (k.as_str(), v.as_bytes())),
-        );
-        match auth.authenticate(seen, gate.host.clone()).await {
+        let authorization = request.headers().get_all(http::header::AUTHORIZATION);
+        let mut authorization = authorization.iter().rev();
+        let authorization = authorization.find_map(|v| std::str::from_utf8(v.as_bytes()).ok());
+        let answer = match auth.authenticate_header(authorization) {
+            Some(answer) => answer,
+            None => {
+                let headers = request.headers().iter();
+                let seen = HttpRequest::new(
+                    request.method().as_str(),
+                    request.uri().path(),
+                    headers.map(|(k, v)| (k.as_str(), v.as_bytes())),
+                );
+                auth.authenticate(seen, gate.host.clone()).await
+            }
+        };
+        match answer {
             Ok(caller) => {
                 request.extensions_mut().insert(caller);
             }
