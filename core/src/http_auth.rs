@@ -75,7 +75,7 @@ pub trait HttpAuth: Send + Sync + 'static {
     /// it has none that is text), for a hook that needs nothing else of the request; the
     /// default, `None`, asks for [`HttpAuth::authenticate`] with the whole request. A server
     /// asks this first, so a table of tokens answers without the request's headers copied
-    /// into an [`HttpRequest`] for it (a score of allocations a request).
+    /// into an [`HttpRequest`] for it (two strings a header).
     fn authenticate_header(&self, _authorization: Option<&str>) -> Option<Result<Caller, String>> {
         None
     }
