@@ -244,9 +244,13 @@ async fn authenticate(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     if let Some(auth) = &gate.auth {
-        let authorization = request.headers().get_all(http::header::AUTHORIZATION);
-        let mut authorization = authorization.iter().rev();
-        let authorization = authorization.find_map(|v| std::str::from_utf8(v.as_bytes()).ok());
+        // The last one that is text, as `HttpRequest::new` would keep it.
+        let authorization = (request
+            .headers()
+            .get_all(http::header::AUTHORIZATION)
+            .iter())
+        .rev()
+        .find_map(|v| std::str::from_utf8(v.as_bytes()).ok());
         let answer = match auth.authenticate_header(authorization) {
             Some(answer) => answer,
             None => {
@@ -285,18 +289,17 @@ impl Session {
     /// out of the request, which needs it no more, rather than copied), else the app's
     /// caller; its session is the MCP session unless the caller names one.
     fn caller(&self, context: &mut RequestContext<RoleServer>) -> Caller {
-        let parts = context.extensions.get_mut::<http::request::Parts>();
-        let (found, session) = match parts {
-            Some(parts) => {
-                let session = parts.headers.get("mcp-session-id");
-                let session = session.and_then(|v| v.to_str().ok()).map(str::to_string);
-                (parts.extensions.remove::<Caller>(), session)
-            }
-            None => (None, None),
-        };
-        let mut caller = found.unwrap_or_else(|| self.shared.options.caller.clone());
+        let mut parts = context.extensions.get_mut::<http::request::Parts>();
+        let mut caller = parts
+            .as_mut()
+            .and_then(|p| p.extensions.remove::<Caller>())
+            .unwrap_or_else(|| self.shared.options.caller.clone());
         if caller.session.is_none() {
-            caller.session = session.or_else(|| self.id.as_deref().map(str::to_string));
+            caller.session = parts
+                .and_then(|p| p.headers.get("mcp-session-id"))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+                .or_else(|| self.id.as_deref().map(str::to_string));
         }
         caller
     }
