@@ -245,12 +245,9 @@ async fn authenticate(
     use axum::response::IntoResponse;
     if let Some(auth) = &gate.auth {
         // The last one that is text, as `HttpRequest::new` would keep it.
-        let authorization = (request
-            .headers()
-            .get_all(http::header::AUTHORIZATION)
-            .iter())
-        .rev()
-        .find_map(|v| std::str::from_utf8(v.as_bytes()).ok());
+        let authorization = request.headers().get_all(http::header::AUTHORIZATION);
+        let mut authorization = authorization.iter().rev();
+        let authorization = authorization.find_map(|v| std::str::from_utf8(v.as_bytes()).ok());
         let answer = match auth.authenticate_header(authorization) {
             Some(answer) => answer,
             None => {
