@@ -44,6 +44,11 @@ pub(crate) fn patiently<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rus
 /// `BEGIN IMMEDIATE` transaction (taking the write lock first, so the busy handler applies),
 /// each step retried while the file is locked.
 pub(crate) fn set_up(conn: &Connection, pragmas: &str, schema: &str) -> rusqlite::Result<()> {
+    // Statement journals in memory: a statement that writes several rows inside a
+    // transaction keeps the pages it changes in one, and past 64 KiB (four 16 KiB pages)
+    // SQLite spills it to a temporary file, which cost the audit writer a write of every page
+    // it touched, on top of the log's own (BENCHMARKS.md).
+    patiently(|| conn.execute_batch("PRAGMA temp_store = MEMORY;"))?;
     patiently(|| conn.execute_batch(pragmas))?;
     patiently(|| {
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
