@@ -15,8 +15,8 @@ pub fn canonical_json(value: &Value) -> String {
 }
 
 /// Appends the canonical form of `value` to `out` (the cache builds its keys this way).
-/// Strings and numbers are written by serde_json's own formatter, straight into `out`: no
-/// allocation per string, and the text is valid, unambiguous JSON.
+/// Strings and numbers are written as serde_json writes them ([`crate::json_text`]),
+/// straight into `out`: no allocation per string, and the text is valid, unambiguous JSON.
 pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
@@ -27,7 +27,7 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_scalar(k, out);
+                crate::json_text::string(out, k);
                 out.push(b':');
                 write_canonical(v, out);
             }
@@ -43,13 +43,8 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        scalar => write_scalar(scalar, out),
+        scalar => crate::json_text::value(out, scalar),
     }
-}
-
-fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
-    // Writing a string, number, bool or null into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// The text of bytes that serde_json wrote (always UTF-8), without copying them.

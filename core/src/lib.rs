@@ -31,6 +31,7 @@ pub mod error_code;
 pub mod events;
 pub mod handler;
 pub mod http_auth;
+pub(crate) mod json_text;
 pub mod policy;
 pub mod process;
 pub(crate) mod random_id;

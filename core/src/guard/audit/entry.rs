@@ -89,7 +89,7 @@ impl AuditEntry {
     ) -> Self {
         let record = ResultRecord::new(result, caller, policy, raw_arguments);
         AuditEntry {
-            content: chain::to_json(&record),
+            content: record.to_json(),
             indexed: Indexed::from(&record),
         }
     }

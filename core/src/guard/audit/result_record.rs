@@ -11,9 +11,8 @@ use crate::guard::audit::redact::{
     REDACTED, Redaction, hash_value, hides_anything, redact, redact_field, rule_for,
 };
 use crate::guard::hidden::HiddenNote;
+use crate::json_text;
 use crate::policy::{Effect, Policy, Risk};
-use serde::Serialize;
-use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -35,8 +34,8 @@ impl AuditRecord {
 /// The record of a settled result, borrowed from it: a value redaction leaves as it is, or
 /// changes only in top-level fields, is written from the result itself. Its fields are
 /// [`AuditRecord`]'s, in the same order, without the chain fields (unset here, so left out of
-/// the serialization): both serialize to the same bytes, which the tests hold them to.
-#[derive(Serialize)]
+/// the text): [`ResultRecord::to_json`] writes the bytes serde_json writes for the record,
+/// which the tests hold it to.
 pub(crate) struct ResultRecord<'a> {
     pub(crate) time_ms: u64,
     pub(crate) principal: Option<&'a str>,
@@ -59,7 +58,6 @@ pub(crate) struct ResultRecord<'a> {
     replayed: bool,
     repaired: bool,
     approval: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     parent: Option<&'a ParentCall>,
 }
 
@@ -110,23 +108,44 @@ impl<'a> Shown<'a> {
     }
 }
 
-impl Serialize for Shown<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+impl Shown<'_> {
+    /// Writes the value as shown.
+    fn write_json(&self, out: &mut Vec<u8>) {
         let (map, rules) = match self {
-            Shown::Whole(value) => return value.serialize(serializer),
-            Shown::Copy(value) => return value.serialize(serializer),
+            Shown::Whole(value) => return json_text::value(out, value),
+            Shown::Copy(value) => return json_text::value(out, value),
             Shown::Fields(map, rules) => (map, rules),
         };
-        let mut out = serializer.serialize_map(Some(map.len()))?;
-        for (field, value) in map.iter() {
+        out.push(b'{');
+        for (i, (field, value)) in map.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            json_text::string(out, field);
+            out.push(b':');
             match rule_for(rules, field) {
-                Redaction::Keep => out.serialize_entry(field, value)?,
-                Redaction::Redact => out.serialize_entry(field, REDACTED)?,
-                Redaction::Hash => out.serialize_entry(field, &hash_value(value))?,
+                Redaction::Keep => json_text::value(out, value),
+                Redaction::Redact => json_text::string(out, REDACTED),
+                Redaction::Hash => json_text::string(out, &hash_value(value)),
             }
         }
-        out.end()
+        out.push(b'}');
     }
+}
+
+/// Writes a hidden-argument note as serde_json writes a [`HiddenNote`].
+fn write_note(out: &mut Vec<u8>, note: &HiddenNote) {
+    out.extend_from_slice(b"{\"parameter\":");
+    json_text::string(out, &note.parameter);
+    out.extend_from_slice(b",\"source\":");
+    json_text::string(out, &note.source);
+    out.extend_from_slice(b",\"injected\":");
+    json_text::serde(out, &note.injected);
+    if let Some(supplied) = &note.supplied {
+        out.extend_from_slice(b",\"supplied\":");
+        json_text::value(out, supplied);
+    }
+    out.push(b'}');
 }
 
 /// Hidden-argument notes as the audit log may show them: what the model tried to set is
@@ -192,6 +211,81 @@ impl<'a> ResultRecord<'a> {
                 .and_then(|a| serde_json::to_value(a).ok()),
             parent: result.parent.as_deref(),
         }
+    }
+
+    /// The record as JSON, as serde_json writes an [`AuditRecord`] whose chain fields are
+    /// unset: the field names written as the literals they are, the values through
+    /// [`json_text`].
+    pub(crate) fn to_json(&self) -> String {
+        // Sized for a typical record (about 600 bytes) at once.
+        let mut out = Vec::with_capacity(1024);
+        self.write_json(&mut out);
+        crate::digest::into_string(out)
+    }
+
+    fn write_json(&self, out: &mut Vec<u8>) {
+        fn shown(out: &mut Vec<u8>, value: &Option<Shown<'_>>) {
+            match value {
+                Some(v) => v.write_json(out),
+                None => out.extend_from_slice(b"null"),
+            }
+        }
+        out.extend_from_slice(b"{\"time_ms\":");
+        json_text::serde(out, &self.time_ms);
+        out.extend_from_slice(b",\"principal\":");
+        json_text::opt_string(out, self.principal);
+        out.extend_from_slice(b",\"tenant\":");
+        json_text::opt_string(out, self.tenant);
+        out.extend_from_slice(b",\"session\":");
+        json_text::opt_string(out, self.session);
+        out.extend_from_slice(b",\"tool\":");
+        json_text::string(out, self.tool);
+        out.extend_from_slice(b",\"call_id\":");
+        json_text::string(out, self.call_id);
+        out.extend_from_slice(b",\"arguments\":");
+        shown(out, &self.arguments);
+        out.extend_from_slice(b",\"hidden\":[");
+        for (i, note) in self.hidden.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_note(out, note);
+        }
+        out.push(b']');
+        out.extend_from_slice(b",\"outcome\":");
+        json_text::string(out, self.outcome.as_str());
+        out.extend_from_slice(b",\"code\":");
+        json_text::opt_string(out, self.code.map(ErrorCode::as_str));
+        out.extend_from_slice(b",\"message\":");
+        json_text::opt_string(out, self.message);
+        out.extend_from_slice(b",\"detail\":");
+        json_text::opt_string(out, self.detail);
+        out.extend_from_slice(b",\"output\":");
+        shown(out, &self.output);
+        out.extend_from_slice(b",\"risk\":");
+        json_text::serde(out, &self.risk);
+        out.extend_from_slice(b",\"effect\":");
+        json_text::serde(out, &self.effect);
+        out.extend_from_slice(b",\"duration_us\":");
+        json_text::serde(out, &self.duration_us);
+        out.extend_from_slice(b",\"attempts\":");
+        json_text::serde(out, &self.attempts);
+        out.extend_from_slice(b",\"cached\":");
+        json_text::serde(out, &self.cached);
+        out.extend_from_slice(b",\"replayed\":");
+        json_text::serde(out, &self.replayed);
+        out.extend_from_slice(b",\"repaired\":");
+        json_text::serde(out, &self.repaired);
+        out.extend_from_slice(b",\"approval\":");
+        match &self.approval {
+            Some(v) => json_text::value(out, v),
+            None => out.extend_from_slice(b"null"),
+        }
+        if let Some(parent) = self.parent {
+            out.extend_from_slice(b",\"parent\":");
+            json_text::serde(out, parent);
+        }
+        out.push(b'}');
     }
 
     /// The record, owning all of it.
