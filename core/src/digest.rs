@@ -47,7 +47,7 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
-/// The text of bytes that serde_json wrote (always UTF-8), without copying them.
+/// The text of bytes written as JSON (always UTF-8), without copying them.
 pub fn into_string(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }

@@ -1,12 +1,12 @@
 //! Compact JSON text, byte for byte as serde_json writes it, for the text a call writes on
-//! its path (its audit record).
+//! its path (its audit record, the canonical JSON of its arguments).
 //!
 //! serde_json checks every string a byte at a time for characters to escape, the names of a
 //! struct's fields included; an audit record is mostly such strings, and that scan was the
 //! largest single cost of writing one. Here a field name is written as the literal it is, and
-//! a string is checked in one pass without an early exit (which the compiler turns into wide
-//! compares) and copied when it holds nothing to escape. A string that does is written by
-//! serde_json itself, as are numbers, so the text is always serde_json's.
+//! a string is checked eight bytes at a time and copied when it holds nothing to escape. A
+//! string that does is written by serde_json itself, as are numbers, so the text is always
+//! serde_json's.
 
 use serde::Serialize;
 use serde_json::Value;
