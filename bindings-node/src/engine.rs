@@ -175,8 +175,8 @@ impl JsEngine {
     pub fn new(dispatch: Function<String, ()>, options: Option<Value>) -> napi::Result<Self> {
         // A Node process never goes on running JavaScript in a forked child (`child_process`
         // and `cluster` start new processes; addons that fork exec at once), so no child ever
-        // reuses this one's random ids, and the core need not ask the kernel which process it
-        // is in on every batch (a `getpid` system call).
+        // reuses this one's random ids, and the core need not register a fork handler in the
+        // addon to tell a child apart.
         tooljig::process::announce_forks();
         let dispatcher = Arc::new(Dispatcher::new(dispatch)?);
         let engine = engine_from_options(options, &dispatcher)?;

@@ -1,13 +1,14 @@
 //! Which process this is, for the state a `fork` must not share (the runtime, whose threads a
-//! child does not have; the worker pool; the loops' wake-up sockets; the core's random ids).
+//! child does not have; the worker pool; the loops' wake-up sockets).
 //!
-//! Asking the kernel for the process id is a system call, and every batch would ask three
-//! times (the runtime, the worker pool, the core's run id). CPython runs
-//! `os.register_at_fork` hooks in the child of every `os.fork` (and of C code that forks as
-//! its C API asks), the way its own `random` module learns to reseed, so the child's hook
-//! tells the core (`tooljig::process::forked`), which counts the fork, and each check is a
-//! load. Where the hook cannot be registered (no fork, as on Windows), every process is the
-//! first, and the core asks the kernel as it does for any host.
+//! Asking the kernel for the process id is a system call, and every batch would ask twice
+//! (the runtime, the worker pool). CPython runs `os.register_at_fork` hooks in the child of
+//! every `os.fork` (and of C code that forks as its C API asks), the way its own `random`
+//! module learns to reseed, so the child's hook counts the fork
+//! (`tooljig::process::forked`), and each check is a load. Where the hook cannot be
+//! registered (no fork, as on Windows), every process is the first. The core's random ids
+//! need none of this: its own fork handler tells it (`tooljig::process`), in the child of any
+//! `fork()`, hooked or not.
 
 use pyo3::prelude::*;
 
@@ -21,7 +22,7 @@ fn forked() {
     tooljig::process::forked();
 }
 
-/// Registers the hook that counts forks in the child, and tells the core it is there.
+/// Registers the hook that counts forks in the child.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     let os = py.import("os")?;
@@ -31,6 +32,5 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let kwargs = pyo3::types::PyDict::new(py);
     kwargs.set_item("after_in_child", wrap_pyfunction!(forked, m)?)?;
     os.call_method("register_at_fork", (), Some(&kwargs))?;
-    tooljig::process::announce_forks();
     Ok(())
 }

@@ -9,7 +9,7 @@
 //! What a buffer must never do is outlive a `fork`: parent and child would then hand out the
 //! same ids (a Python app that forks its workers after the engine made one id, as gunicorn's
 //! `preload_app` does, would give every worker the same run ids and lease owners). So a buffer
-//! remembers the process that filled it ([`process::mark`]), and another process throws it
+//! remembers the process that filled it ([`process::Mark`]), and another process throws it
 //! away.
 
 use crate::process;
@@ -23,8 +23,8 @@ struct Pool {
     bytes: [u8; 16 * IDS_PER_DRAW],
     /// Ids handed out from `bytes`; `IDS_PER_DRAW` when it is spent (or never filled).
     used: usize,
-    /// The process that filled `bytes`, as [`process::mark`] names it.
-    process: u64,
+    /// The process that filled `bytes`.
+    filled_in: process::Mark,
 }
 
 thread_local! {
@@ -41,17 +41,16 @@ pub(crate) fn uuid() -> uuid::Uuid {
             Box::new(Pool {
                 bytes: [0; 16 * IDS_PER_DRAW],
                 used: IDS_PER_DRAW,
-                process: 0,
+                filled_in: process::Mark::here(),
             })
         });
-        let this = process::mark();
-        if pool.used == IDS_PER_DRAW || pool.process != this {
+        if pool.used == IDS_PER_DRAW || pool.filled_in.moved() {
             if getrandom::fill(&mut pool.bytes).is_err() {
                 // The kernel refused a large draw (it does not on Linux); take the slow road.
                 return uuid::Uuid::new_v4();
             }
             pool.used = 0;
-            pool.process = this;
+            pool.filled_in = process::Mark::here();
         }
         let at = pool.used * 16;
         pool.used += 1;
@@ -86,7 +85,7 @@ mod tests {
         let first = uuid(); // fills this thread's buffer
         let next = POOL.with_borrow_mut(|slot| {
             let pool = slot.as_mut().expect("filled by the first id");
-            pool.process = pool.process.wrapping_add(1); // as if it were the parent's
+            pool.filled_in = process::Mark::elsewhere(); // as if it were the parent's
             let at = pool.used * 16;
             let mut id = [0u8; 16];
             id.copy_from_slice(&pool.bytes[at..at + 16]);
