@@ -308,7 +308,10 @@ impl Batch {
     fn audit(&mut self, record: Option<AuditEntry>) {
         if let Some(r) = record {
             if self.audit_out.capacity() == 0 {
-                self.audit_out.reserve_exact(AUDIT_CHUNK);
+                // No more than the calls still to settle: a chunk's room (8.7 KB) was most
+                // of what a one-call batch allocated.
+                let to_come = self.slots.len().saturating_sub(self.finished).max(1);
+                self.audit_out.reserve_exact(AUDIT_CHUNK.min(to_come));
             }
             self.audit_out.push(r);
             if self.audit_out.len() >= AUDIT_CHUNK {

@@ -50,6 +50,8 @@ impl AccessMemo {
             }
             None => {
                 let outcome = access::check(&tool.spec, caller, settings);
+                // Room for one more, not four: most batches call one tool.
+                decided.reserve_exact(1);
                 decided.push(Decided {
                     tool: tool.clone(),
                     caller: caller.clone(),

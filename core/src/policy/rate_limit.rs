@@ -60,10 +60,15 @@ impl RateLimit {
         let tenant = caller.tenant.as_deref().unwrap_or("");
         match self.scope {
             // A unit separator keeps `("a/b", "c")` and `("a", "b/c")` apart.
-            RateScope::Principal => format!(
-                "{tenant}\u{1f}{}",
-                caller.principal.as_deref().unwrap_or("")
-            ),
+            RateScope::Principal => {
+                // Pushed into one allocation: `format!` grew its buffer twice, every call.
+                let principal = caller.principal.as_deref().unwrap_or("");
+                let mut key = String::with_capacity(tenant.len() + 1 + principal.len());
+                key.push_str(tenant);
+                key.push('\u{1f}');
+                key.push_str(principal);
+                key
+            }
             RateScope::Tenant => tenant.to_string(),
             RateScope::Global => String::new(),
         }
