@@ -64,7 +64,7 @@ struct Slot {
     result: Option<CallResult>,
 }
 
-pub(crate) struct Batch {
+pub(crate) struct Batch<'a> {
     slots: Vec<Slot>,
     ready: VecDeque<usize>,
     caller: Arc<Caller>,
@@ -81,8 +81,9 @@ pub(crate) struct Batch {
     /// The tools this batch was planned against (policies for the audit records).
     tools: Snapshot,
     guards: Arc<Guards>,
-    /// The model's arguments per call, kept only when auditing, for calls refused unparsed.
-    raw_arguments: Vec<Value>,
+    /// The calls as the model proposed them: a call refused unparsed is audited with its
+    /// arguments. Borrowed, not copied: only refusals read them.
+    calls: &'a [Call],
     /// Audit records not yet handed to the sink: they go over in chunks, not one by one.
     audit_out: Vec<AuditEntry>,
     /// The run this pass belongs to and what earlier passes settled.
@@ -98,23 +99,18 @@ pub(crate) struct Batch {
     span: tracing::Span,
 }
 
-impl Batch {
+impl<'a> Batch<'a> {
     pub(crate) fn new(
         engine: &Engine,
         tools: &Snapshot,
-        calls: &[Call],
+        calls: &'a [Call],
         caller: &Arc<Caller>,
         options: &BatchOptions,
         pass: Pass,
         nested: Option<NestedSender>,
-    ) -> Batch {
+    ) -> Batch<'a> {
         let start = Instant::now();
         let tools = tools.clone();
-        let raw_arguments = if engine.guards.audits() {
-            calls.iter().map(|c| c.arguments.clone()).collect()
-        } else {
-            Vec::new()
-        };
         let plan = {
             let visible = engine.visible_to(caller);
             Plan::build(calls, &tools, &engine.limits, options.max_calls, &visible)
@@ -212,7 +208,7 @@ impl Batch {
             finished: 0,
             tools,
             guards: engine.guards.clone(),
-            raw_arguments,
+            calls,
             audit_out: Vec::new(),
             pass,
             atomic: options.atomic,
@@ -299,7 +295,9 @@ impl Batch {
             return;
         }
         let policy = self.tools.get(&r.tool).map(|t| &t.spec.policy);
-        let raw = raw.then(|| self.raw_arguments.get(i)).flatten();
+        let raw = raw
+            .then(|| self.calls.get(i).map(|c| &c.arguments))
+            .flatten();
         let record = self.guards.audit_record(r, &self.caller, policy, raw);
         self.audit(record);
     }
