@@ -2,9 +2,9 @@
 //! drew (random ids, see `random_id.rs`).
 //!
 //! Asking the kernel (`getpid`) answers for any host, but it is a system call each time, and
-//! every batch asked once for its run id: about 250 ns in a loop on this project's machine,
-//! and over 1 µs in an MCP server, where the call runs cold between HTTP requests. So the
-//! child is told apart without asking:
+//! every batch asked once for its run id: 0.6 µs of a 5 µs one-call batch in a loop on this
+//! project's machine (BENCHMARKS.md), and more in an MCP server, where the call runs cold
+//! between HTTP requests. So the child is told apart without asking:
 //!
 //! - by a `pthread_atfork` handler that counts forks in each child (the `forkguard` crate;
 //!   this workspace forbids `unsafe`, which registering one takes). glibc runs it in the child
