@@ -69,6 +69,20 @@ pub fn hash_value(value: &Value) -> String {
     sha256_hex(&text)
 }
 
+/// Appends the lower-case hex SHA-256 of the canonical form of `value` to `out`: the form
+/// is written at `out`'s end, hashed, and replaced by its hash, so the digest of a value
+/// written into a larger text (an audit record's redacted field) costs no allocation.
+pub fn write_hash_value(value: &Value, out: &mut Vec<u8>) {
+    let start = out.len();
+    write_canonical(value, out);
+    let digest = Sha256::digest(&out[start..]);
+    out.truncate(start);
+    let mut hex = [0u8; 64];
+    if const_hex::encode_to_slice(digest, &mut hex).is_ok() {
+        out.extend_from_slice(&hex);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +95,9 @@ mod tests {
         let b: Value = serde_json::from_str(r#"{"a":null,"b":[1,{"x":"é","y":2}]}"#).unwrap();
         assert_eq!(canonical_json(&a), r#"{"a":null,"b":[1,{"x":"é","y":2}]}"#);
         assert_eq!(hash_value(&a), hash_value(&b));
+        let mut written = b"before ".to_vec();
+        write_hash_value(&a, &mut written);
+        assert_eq!(written, format!("before {}", hash_value(&a)).into_bytes());
         assert_ne!(hash_value(&a), hash_value(&json!({"a": null, "b": [1]})));
         assert_eq!(
             sha256_hex(b"abc"),

@@ -41,13 +41,13 @@ pub use crate::handler::UNEXPECTED_MESSAGE;
 pub fn run_call(
     job: Job,
     guards: Arc<Guards>,
-    access: Arc<AccessMemo>,
+    access: Option<Arc<AccessMemo>>,
     durable: CallDurable,
     place: &mut Place,
 ) -> impl Future<Output = Box<CallResult>> + Send + '_ {
     async move {
         let presenter = Presenter::of(&job);
-        let mut result = run_job(job, &guards, &access, &durable, place).await;
+        let mut result = run_job(job, &guards, access.as_deref(), &durable, place).await;
         if let Some(presenter) = presenter {
             // It may run the app's `to_model_output`. Boxed, as the rare paths of `run_job`.
             place.step_in().await;
@@ -63,7 +63,7 @@ pub fn run_call(
 pub fn run_job<'a>(
     mut job: Job,
     guards: &'a Guards,
-    access: &'a AccessMemo,
+    access: Option<&'a AccessMemo>,
     d: &'a CallDurable,
     place: &'a mut Place,
 ) -> impl Future<Output = Box<CallResult>> + Send + 'a {

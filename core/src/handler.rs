@@ -20,6 +20,18 @@ pub const UNEXPECTED_MESSAGE: &str =
 /// A boxed, sendable future, as handlers return them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
+/// A [`BoxFuture`] that is done at once with what `answer` makes, for a seam whose
+/// implementation never waits. Given a closure that captures nothing, the box holds nothing
+/// and costs no allocation, where `Box::pin(std::future::ready(..))` costs one a call.
+pub(crate) fn done<T, F>(answer: F) -> BoxFuture<T>
+where
+    F: Fn() -> T + Send + 'static,
+{
+    Box::pin(std::future::poll_fn(move |_| {
+        std::task::Poll::Ready(answer())
+    }))
+}
+
 /// What a handler hands back: data, or a [`HandlerError`].
 pub type HandlerResult = Result<Value, HandlerError>;
 

@@ -180,7 +180,7 @@ proptest! {
         prop_assert_eq!(tail(entry.content()), tail(&expected));
         prop_assert!(tail(&expected).is_some());
         prop_assert_eq!(at_zero(entry.content()), at_zero(&expected));
-        let mut indexed = Indexed::from(record);
+        let mut indexed = Indexed::from(&record);
         indexed.time_ms = entry.indexed().time_ms;
         prop_assert_eq!(entry.indexed(), &indexed);
     }

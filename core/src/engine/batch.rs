@@ -61,6 +61,8 @@ struct Slot {
     waiting_on: usize,
     dependents: Vec<usize>,
     dependency_failed: Option<usize>,
+    /// Started and not yet settled: a batch cut short settles it first.
+    running: bool,
     result: Option<CallResult>,
 }
 
@@ -72,8 +74,9 @@ pub(crate) struct Batch<'a> {
     events: Option<EventSender>,
     progress: Option<EventSender>,
     cancel: CancellationToken,
-    /// Step 5's static decisions, made once per tool for the whole batch.
-    access: Arc<AccessMemo>,
+    /// Step 5's static decisions, made once per tool for the whole batch; a batch of one
+    /// call has nothing to remember them for.
+    access: Option<Arc<AccessMemo>>,
     host: Option<HostData>,
     deadline: Option<Duration>,
     concurrency: usize,
@@ -128,6 +131,7 @@ impl<'a> Batch<'a> {
                     node: Some(node),
                     dependents: vec![],
                     dependency_failed: None,
+                    running: false,
                     result: None,
                 },
                 Entry::Refused(r) => Slot {
@@ -139,6 +143,7 @@ impl<'a> Batch<'a> {
                     waiting_on: 0,
                     dependents: vec![],
                     dependency_failed: None,
+                    running: false,
                     result: Some(*r),
                 },
             })
@@ -187,6 +192,7 @@ impl<'a> Batch<'a> {
             })
         });
         let span = spans::batch(&pass.run_id, slots.len(), options.traceparent.as_deref());
+        let slots_len = slots.len();
         let mut batch = Batch {
             span,
             door,
@@ -202,7 +208,7 @@ impl<'a> Batch<'a> {
             progress: options.progress.clone(),
             host: options.host.clone(),
             cancel: options.cancel.clone().unwrap_or_default(),
-            access: Arc::default(),
+            access: (slots_len > 1).then(Arc::default),
             deadline,
             concurrency: options.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
             finished: 0,
@@ -305,10 +311,16 @@ impl<'a> Batch<'a> {
     /// Keeps a record for the sink, handing the kept ones over once there are enough.
     fn audit(&mut self, record: Option<AuditEntry>) {
         if let Some(r) = record {
+            let to_come = self.slots.len().saturating_sub(self.finished).max(1);
+            if to_come == 1 && self.audit_out.is_empty() {
+                // The batch's last record, none kept before it: a chunk of one would only
+                // cost the batch an allocation (a one-call batch's every record).
+                self.guards.hand_over_one(r);
+                return;
+            }
             if self.audit_out.capacity() == 0 {
                 // No more than the calls still to settle: a chunk's room (8.7 KB) was most
                 // of what a one-call batch allocated.
-                let to_come = self.slots.len().saturating_sub(self.finished).max(1);
                 self.audit_out.reserve_exact(AUDIT_CHUNK.min(to_come));
             }
             self.audit_out.push(r);
@@ -478,7 +490,6 @@ impl<'a> Batch<'a> {
         // Each ends with its index, what it produced (`None` when tooljig's own steps
         // panicked) and its place, which the driver frees once it has settled the result.
         let mut running = Running::new(total);
-        let mut in_flight = vec![false; total];
         // One cancellation waiter and one deadline timer for the whole batch, not one of
         // each per finished call: with thousands of calls they showed in the profile.
         let cancel = self.cancel.clone();
@@ -504,7 +515,7 @@ impl<'a> Batch<'a> {
                     break;
                 };
                 if let Some((job, durable)) = self.prepare(i) {
-                    in_flight[i] = true;
+                    self.slots[i].running = true;
                     let guards = self.guards.clone();
                     let access = self.access.clone();
                     // Handler panics are caught deeper; this catches a panic of tooljig's own
@@ -560,12 +571,12 @@ impl<'a> Batch<'a> {
                 // The call's place is freed only once its result is settled: in an atomic
                 // batch, a failure must be known before the next call may start.
                 Ok(Some((i, Some(result), place))) => {
-                    in_flight[i] = false;
+                    self.slots[i].running = false;
                     self.settle_ran(i, result);
                     drop(place);
                 }
                 Ok(Some((i, None, _))) => {
-                    in_flight[i] = false;
+                    self.slots[i].running = false;
                     self.finish_unrun(
                         i,
                         ErrorCode::InternalError,
@@ -596,8 +607,10 @@ impl<'a> Batch<'a> {
                 ),
             };
             // Calls still running, then everything that never started, in call order.
-            for i in (0..total).filter(|&i| in_flight[i]) {
-                self.finish_unrun(i, code, message.clone());
+            for i in 0..total {
+                if self.slots[i].running {
+                    self.finish_unrun(i, code, message.clone());
+                }
             }
             for i in 0..total {
                 if self.slots[i].result.is_none() {

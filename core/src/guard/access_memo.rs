@@ -5,7 +5,8 @@
 //! a thousand calls to one tool asked the same question a thousand times; with settings at
 //! every level and scopes with alternatives, that was about a quarter of what the guard steps
 //! cost a call. A batch now decides once per tool, and again whenever the settings it decided
-//! under have been replaced: switching a tool off mid-batch still stops its next call.
+//! under have been replaced: switching a tool off mid-batch still stops its next call. A
+//! batch of one call decides without a memo: it would only cost the one call an allocation.
 
 use crate::caller::Caller;
 use crate::envelope::ToolError;

@@ -120,7 +120,7 @@ impl ResultCache for InProcessCache {
 
     fn put(&self, key: String, data: Value, ttl: Duration) -> BoxFuture<()> {
         self.store(key, data, ttl);
-        Box::pin(std::future::ready(()))
+        crate::handler::done(|| ())
     }
 }
 

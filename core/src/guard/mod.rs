@@ -100,11 +100,12 @@ fn unexpected(result: &mut CallResult, detail: String) -> Envelope {
     Envelope::error(ErrorCode::InternalError, UNEXPECTED_MESSAGE)
 }
 
-/// Static access (decided once per tool for the batch, in `access`), then hidden arguments
-/// and resolvers (before validation). `Break` means the call was refused and `result` says why.
+/// Static access (decided once per tool for the batch, in `access`, when the batch has more
+/// than one call), then hidden arguments and resolvers (before validation). `Break` means the
+/// call was refused and `result` says why.
 pub async fn admit(
     guards: &Guards,
-    access: &AccessMemo,
+    access: Option<&AccessMemo>,
     job: &mut Job,
     result: &mut CallResult,
 ) -> ControlFlow<()> {
@@ -115,7 +116,12 @@ pub async fn admit(
             Envelope::Error(access::internal(&job.tool.spec.name)),
         );
     }
-    if let Err(e) = access.check(&job.tool, &job.caller, &guards.settings.load()) {
+    let settings = guards.settings.load();
+    let allowed = match access {
+        Some(memo) => memo.check(&job.tool, &job.caller, &settings),
+        None => access::check(&job.tool.spec, &job.caller, &settings),
+    };
+    if let Err(e) = allowed {
         return refuse(job, result, Envelope::Error(e));
     }
     if job.tool.spec.policy.hidden.is_empty() {
@@ -268,6 +274,13 @@ impl Guards {
     pub fn hand_over(&self, records: Vec<AuditEntry>) {
         if let (Some(audit), false) = (&self.audit, records.is_empty()) {
             audit.record_all(records);
+        }
+    }
+
+    /// Hands one record to the audit sink, if one is set.
+    pub fn hand_over_one(&self, record: AuditEntry) {
+        if let Some(audit) = &self.audit {
+            audit.record(record);
         }
     }
 

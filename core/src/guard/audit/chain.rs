@@ -157,34 +157,30 @@ impl Chain {
         let seq = self.next_seq;
         let body = splice(seq, &self.last_hash, content);
         let hash = seal_body(self.key.as_ref(), &body);
-        let prev_hash = std::mem::replace(&mut self.last_hash, hash.clone());
+        // Into the old hash's room: a link costs no second copy of its hash.
+        self.last_hash.clone_from(&hash);
         self.next_seq += 1;
-        Link {
-            seq,
-            prev_hash,
-            hash,
-            body,
-        }
+        Link { seq, hash, body }
     }
 
     /// Gives `record` its sequence number, `prev_hash` and `hash`, moves the end on, and
     /// returns the record's [`body`].
     pub fn link(&mut self, record: &mut AuditRecord) -> String {
+        let prev_hash = self.last_hash.clone();
         let link = self.next(&content(record));
         record.seq = link.seq;
-        record.prev_hash = link.prev_hash;
+        record.prev_hash = prev_hash;
         record.hash = link.hash;
         link.body
     }
 }
 
-/// A record's place in the chain, as [`Chain::next`] gives it.
+/// A record's place in the chain, as [`Chain::next`] gives it. The hash of the record
+/// before it is the chain's `last_hash` before the call (and in the body).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
     /// The record's sequence number.
     pub seq: u64,
-    /// The hash of the record before it.
-    pub prev_hash: String,
     /// The record's own hash.
     pub hash: String,
     /// The text the hash covers, which stores keep.

@@ -307,10 +307,10 @@ impl Committer {
             let r = e.indexed();
             seq.push(int(link.seq));
             time.push(int(r.time_ms));
-            principal.push(r.principal.clone());
-            tenant.push(r.tenant.clone());
-            tool.push(r.tool.clone());
-            call.push(r.call_id.clone());
+            principal.push(r.principal().map(str::to_string));
+            tenant.push(r.tenant().map(str::to_string));
+            tool.push(r.tool().to_string());
+            call.push(r.call_id().to_string());
             outcome.push(r.outcome.as_str().to_string());
             code.push(r.code.map(|c| c.as_str().to_string()));
             hash.push(link.hash);

@@ -16,8 +16,8 @@ pub(crate) enum Bound {
 
 /// The fields of a record a query looks at.
 struct Fields<'a> {
-    principal: &'a Option<String>,
-    tenant: &'a Option<String>,
+    principal: Option<&'a str>,
+    tenant: Option<&'a str>,
     tool: &'a str,
     call_id: &'a str,
     outcome: Outcome,
@@ -66,8 +66,8 @@ impl AuditQuery {
     /// Whether `r` passes the filter (the limit aside).
     pub fn matches(&self, r: &AuditRecord) -> bool {
         self.passes(Fields {
-            principal: &r.principal,
-            tenant: &r.tenant,
+            principal: r.principal.as_deref(),
+            tenant: r.tenant.as_deref(),
             tool: &r.tool,
             call_id: &r.call_id,
             outcome: r.outcome,
@@ -80,10 +80,10 @@ impl AuditQuery {
     /// field a query asks about is one stores index.
     pub fn matches_indexed(&self, i: &Indexed) -> bool {
         self.passes(Fields {
-            principal: &i.principal,
-            tenant: &i.tenant,
-            tool: &i.tool,
-            call_id: &i.call_id,
+            principal: i.principal(),
+            tenant: i.tenant(),
+            tool: i.tool(),
+            call_id: i.call_id(),
             outcome: i.outcome,
             code: i.code,
             time_ms: i.time_ms,
@@ -91,8 +91,8 @@ impl AuditQuery {
     }
 
     fn passes(&self, r: Fields<'_>) -> bool {
-        fn same(want: &Option<String>, got: &Option<String>) -> bool {
-            want.is_none() || want == got
+        fn same(want: &Option<String>, got: Option<&str>) -> bool {
+            want.is_none() || want.as_deref() == got
         }
         same(&self.principal, r.principal)
             && same(&self.tenant, r.tenant)

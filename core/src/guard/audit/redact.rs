@@ -15,7 +15,18 @@ pub const EVERY_FIELD: &str = "*";
 
 /// `sha256:<hex>` of the canonical JSON of `value`.
 pub fn hash_value(value: &Value) -> String {
-    format!("sha256:{}", crate::digest::hash_value(value))
+    let mut out = Vec::with_capacity(71);
+    out.extend_from_slice(b"sha256:");
+    crate::digest::write_hash_value(value, &mut out);
+    crate::digest::into_string(out)
+}
+
+/// [`hash_value`] as a JSON string, written straight into `out` (an audit record's text)
+/// as serde_json would write it: the text has nothing to escape.
+pub fn write_hash_value(value: &Value, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"\"sha256:");
+    crate::digest::write_hash_value(value, out);
+    out.push(b'"');
 }
 
 fn apply_one(value: &mut Value, how: Redaction) {

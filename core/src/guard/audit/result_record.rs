@@ -8,7 +8,7 @@ use crate::envelope::Envelope;
 use crate::error_code::ErrorCode;
 use crate::guard::audit::record::{AuditRecord, Outcome, now_ms};
 use crate::guard::audit::redact::{
-    REDACTED, Redaction, hash_value, hides_anything, redact, redact_field, rule_for,
+    REDACTED, Redaction, hides_anything, redact, redact_field, rule_for, write_hash_value,
 };
 use crate::guard::hidden::HiddenNote;
 use crate::json_text;
@@ -126,7 +126,7 @@ impl Shown<'_> {
             match rule_for(rules, field) {
                 Redaction::Keep => json_text::value(out, value),
                 Redaction::Redact => json_text::string(out, REDACTED),
-                Redaction::Hash => json_text::string(out, &hash_value(value)),
+                Redaction::Hash => write_hash_value(value, out),
             }
         }
         out.push(b'}');
