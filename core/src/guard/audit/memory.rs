@@ -1,5 +1,10 @@
 //! An audit sink in memory: for tests, conformance vectors and apps that forward records
-//! elsewhere themselves. Records are linked at once; nothing survives the process.
+//! elsewhere themselves. Nothing survives the process.
+//!
+//! A record takes its place in the log as it is handed over, and is linked into the chain
+//! (its text spliced, hashed) when the log is next read, with every record before it: a call
+//! then pays for neither the copy nor the SHA-256, which a reader does for many records at
+//! once. Nobody sees a record before it is linked, so the chain is the same either way.
 //!
 //! The log keeps each record as the text its hash covers, as the file and database sinks do,
 //! and reads a record back only when asked for it: parsing every record as it was linked
@@ -24,13 +29,29 @@ pub struct MemoryAudit {
 
 #[derive(Debug, Default)]
 struct Log {
+    /// The end of the chain after the last record linked.
     chain: Chain,
     /// The end of the chain before the first record kept (the last one taken out, if any).
     start: Chain,
     kept: Vec<Kept>,
+    /// Records handed over since the log was last read, in order, not linked yet.
+    unlinked: Vec<AuditEntry>,
 }
 
 impl Log {
+    /// Links the records handed over since the log was last read, in order.
+    fn link(&mut self) {
+        for entry in self.unlinked.drain(..) {
+            let link = self.chain.next(entry.content());
+            self.kept.push(Kept {
+                seq: link.seq,
+                indexed: entry.into_indexed(),
+                hash: link.hash,
+                body: link.body,
+            });
+        }
+    }
+
     /// Every kept record, read back, in log order.
     fn records(&self) -> Vec<AuditRecord> {
         self.kept.iter().filter_map(|k| k.record().ok()).collect()
@@ -85,6 +106,7 @@ impl MemoryAudit {
                 chain: Chain::sealed_after(None, Some(key.clone())),
                 start: Chain::sealed_after(None, Some(key)),
                 kept: Vec::new(),
+                unlinked: Vec::new(),
             }),
         }
     }
@@ -93,15 +115,22 @@ impl MemoryAudit {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The log with every record handed over linked: what every reader sees.
+    fn linked(&self) -> MutexGuard<'_, Log> {
+        let mut log = self.log();
+        log.link();
+        log
+    }
+
     /// Every record so far, in log order.
     pub fn records(&self) -> Vec<AuditRecord> {
-        self.log().records()
+        self.linked().records()
     }
 
     /// Runs `f` over the stored records, read back, and keeps what `f` leaves (tests use it
     /// to tamper: an altered record no longer matches its hash).
     pub fn with_records<T>(&self, f: impl FnOnce(&mut Vec<AuditRecord>) -> T) -> T {
-        let mut log = self.log();
+        let mut log = self.linked();
         let mut records = log.records();
         let out = f(&mut records);
         log.kept = records.into_iter().map(Kept::of).collect();
@@ -114,7 +143,7 @@ impl MemoryAudit {
     /// links to the last one taken, and [`verify`](AuditSink::verify) checks what the log
     /// holds from there.
     pub fn take_lines(&self) -> Vec<String> {
-        let mut log = self.log();
+        let mut log = self.linked();
         log.start = log.chain.clone();
         let kept = std::mem::take(&mut log.kept);
         drop(log);
@@ -131,14 +160,11 @@ impl MemoryAudit {
 
 impl AuditSink for MemoryAudit {
     fn record(&self, entry: AuditEntry) {
-        let mut log = self.log();
-        let link = log.chain.next(entry.content());
-        log.kept.push(Kept {
-            seq: link.seq,
-            indexed: entry.into_indexed(),
-            hash: link.hash,
-            body: link.body,
-        });
+        self.log().unlinked.push(entry);
+    }
+
+    fn record_all(&self, entries: Vec<AuditEntry>) {
+        self.log().unlinked.extend(entries);
     }
 
     fn flush(&self) -> BoxFuture<Result<(), AuditError>> {
@@ -147,7 +173,7 @@ impl AuditSink for MemoryAudit {
     }
 
     fn query(&self, query: AuditQuery) -> BoxFuture<Result<Vec<AuditRecord>, AuditError>> {
-        let log = self.log();
+        let log = self.linked();
         let hits: Vec<&Kept> = log
             .kept
             .iter()
@@ -159,7 +185,7 @@ impl AuditSink for MemoryAudit {
     }
 
     fn verify(&self) -> BoxFuture<Result<ChainReport, AuditError>> {
-        let log = self.log();
+        let log = self.linked();
         let mut verifier = Verifier::after(log.start.clone());
         let mut broken = None;
         for kept in &log.kept {
