@@ -92,13 +92,15 @@ impl Engine {
     }
 
     /// Runs a batch for `caller` and returns one result per call, in call order.
-    /// Never fails: every refusal and failure is an envelope.
+    /// Never fails: every refusal and failure is an envelope. The caller may come shared
+    /// (`Arc<Caller>`): a server that runs every call for the same one need not copy it.
     pub async fn run(
         &self,
         calls: Vec<Call>,
-        caller: Caller,
+        caller: impl Into<Arc<Caller>>,
         options: BatchOptions,
     ) -> BatchResult {
+        let caller = caller.into();
         let tools = self.registry.snapshot();
         if !tools.calling() {
             return self.run_with(calls, caller, options, tools, None).await;
@@ -111,7 +113,7 @@ impl Engine {
     async fn run_with(
         &self,
         mut calls: Vec<Call>,
-        caller: Caller,
+        caller: Arc<Caller>,
         mut options: BatchOptions,
         tools: Snapshot,
         door: Option<NestedSender>,
@@ -119,8 +121,6 @@ impl Engine {
         // Durable runs (`durable/run.rs`): the batch is a run that may suspend, resume,
         // roll back.
         run::number_calls(&mut calls);
-        // Shared with the batch's jobs rather than copied for them.
-        let caller = Arc::new(caller);
         let cancel = run::batch_token(&mut options, self.durable.explicit_store);
         let started = run::start(&self.durable, &calls, &caller, &options, &cancel).await;
         // Who a rollback's audit records name: the batch's caller, and its parent call when
@@ -161,7 +161,7 @@ impl Engine {
                     nested.push(async move {
                         let tools = self.registry.snapshot();
                         let (calls, caller, options) = (request.calls, request.caller, request.options);
-                        let out = self.run_with(calls, caller, options, tools, Some(door)).await;
+                        let out = self.run_with(calls, Arc::new(caller), options, tools, Some(door)).await;
                         let _ = request.reply.send(out);
                     });
                 }

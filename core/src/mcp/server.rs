@@ -88,9 +88,13 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        let id: Arc<str> = Arc::from(crate::random_id::uuid().to_string());
+        let mut caller = self.shared.options.caller.clone();
+        caller.session.get_or_insert_with(|| id.to_string());
         let session = Session {
             shared: self.shared.clone(),
-            id: Some(Arc::from(crate::random_id::uuid().to_string())),
+            id: Some(id),
+            caller: Some(Arc::new(caller)),
         };
         let running = session
             .serve((read, write))
@@ -159,6 +163,7 @@ impl McpServer {
                 Ok(Session {
                     shared: shared.clone(),
                     id: None,
+                    caller: None,
                 })
             },
             Arc::new(LocalSessionManager::default()),
@@ -279,14 +284,20 @@ struct Session {
     shared: Arc<Shared>,
     /// The session id of a stdio connection; HTTP requests carry theirs in a header.
     id: Option<Arc<str>>,
+    /// A stdio connection's caller, its session set: every call runs for it, shared rather
+    /// than copied a call. HTTP requests bring theirs.
+    caller: Option<Arc<Caller>>,
 }
 
 impl Session {
     /// Who this request runs for: the caller the auth hook found for its HTTP request (taken
     /// out of the request, which needs it no more, rather than copied), else the app's
     /// caller; its session is the MCP session unless the caller names one.
-    fn caller(&self, context: &mut RequestContext<RoleServer>) -> Caller {
+    fn caller(&self, context: &mut RequestContext<RoleServer>) -> Arc<Caller> {
         let mut parts = context.extensions.get_mut::<http::request::Parts>();
+        if let (None, Some(caller)) = (&parts, &self.caller) {
+            return caller.clone();
+        }
         let mut caller = parts
             .as_mut()
             .and_then(|p| p.extensions.remove::<Caller>())
@@ -298,7 +309,7 @@ impl Session {
                 .map(str::to_string)
                 .or_else(|| self.id.as_deref().map(str::to_string));
         }
-        caller
+        Arc::new(caller)
     }
 
     fn batch_options(&self, context: &RequestContext<RoleServer>) -> BatchOptions {
@@ -316,27 +327,27 @@ impl Session {
         &self,
         tool: &str,
         mut arguments: Value,
-        mut caller: Caller,
+        caller: Arc<Caller>,
         context: &RequestContext<RoleServer>,
     ) -> Answer {
         let engine = &self.shared.engine;
         let ask = self.shared.options.elicitation && elicit::supported(&context.peer);
-        let id = format!("mcp-{}", context.id);
+        let mut id = format!("mcp-{}", context.id);
         let mut asked = 0;
         loop {
             // Kept for another round only when the client may be asked.
-            let (arguments_now, caller_now) = if ask {
-                (arguments.clone(), caller.clone())
+            let (id_now, arguments_now) = if ask {
+                (id.clone(), arguments.clone())
             } else {
-                (std::mem::take(&mut arguments), std::mem::take(&mut caller))
+                (std::mem::take(&mut id), std::mem::take(&mut arguments))
             };
-            let call = Call::new(id.clone(), tool, arguments_now);
+            let call = Call::new(id_now, tool, arguments_now);
             let options = self.batch_options(context);
             let out = with_progress(context, options, |options| {
-                engine.run(vec![call], caller_now, options)
+                engine.run(vec![call], caller.clone(), options)
             })
             .await;
-            let run_id = out.run_id.clone();
+            let run_id = out.run_id;
             let Some(result) = out.results.into_iter().next() else {
                 return Envelope::error(
                     crate::ErrorCode::InternalError,
