@@ -64,9 +64,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// SHA-256 of the canonical form of `value`.
 pub fn hash_value(value: &Value) -> String {
-    let mut text = Vec::with_capacity(64);
-    write_canonical(value, &mut text);
-    sha256_hex(&text)
+    let mut out = Vec::with_capacity(64);
+    write_hash_value(value, &mut out);
+    into_string(out)
 }
 
 /// Appends the lower-case hex SHA-256 of the canonical form of `value` to `out`: the form

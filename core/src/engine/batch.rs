@@ -524,14 +524,15 @@ impl<'a> Batch<'a> {
                     // driver would hold up to `concurrency` such blocks and free them in
                     // bursts, and glibc handed their pages back to the system and faulted them
                     // in again (a 10,000-call batch took up to 40% longer).
-                    if let (Running::One(one), true) = (&mut running, self.span.is_disabled()) {
+                    let traced = !self.span.is_disabled();
+                    if let (Running::One(one), false) = (&mut running, traced) {
                         // A batch of one: its call is boxed once, with what awaits it.
                         *one = Some(Box::pin(async move {
                             let mut place = place;
                             let call = run_call(job, guards, access, durable, &mut place);
                             (i, AssertUnwindSafe(call).catch_unwind().await.ok(), place)
                         }));
-                    } else if self.span.is_disabled() {
+                    } else if !traced {
                         running.push(Either::Left(async move {
                             let mut place = place;
                             let call = Box::pin(run_call(job, guards, access, durable, &mut place));

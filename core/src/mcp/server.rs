@@ -88,12 +88,12 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let id: Arc<str> = Arc::from(crate::random_id::uuid().to_string());
         let mut caller = self.shared.options.caller.clone();
-        caller.session.get_or_insert_with(|| id.to_string());
+        caller
+            .session
+            .get_or_insert_with(|| crate::random_id::uuid().to_string());
         let session = Session {
             shared: self.shared.clone(),
-            id: Some(id),
             caller: Some(Arc::new(caller)),
         };
         let running = session
@@ -162,7 +162,6 @@ impl McpServer {
             move || {
                 Ok(Session {
                     shared: shared.clone(),
-                    id: None,
                     caller: None,
                 })
             },
@@ -282,10 +281,9 @@ async fn authenticate(
 #[derive(Clone)]
 struct Session {
     shared: Arc<Shared>,
-    /// The session id of a stdio connection; HTTP requests carry theirs in a header.
-    id: Option<Arc<str>>,
-    /// A stdio connection's caller, its session set: every call runs for it, shared rather
-    /// than copied a call. HTTP requests bring theirs.
+    /// A stdio connection's caller, its session set (the app's, or one made for the
+    /// connection): every call runs for it, shared rather than copied a call. HTTP requests
+    /// bring theirs, and their session in a header.
     caller: Option<Arc<Caller>>,
 }
 
@@ -306,8 +304,7 @@ impl Session {
             caller.session = parts
                 .and_then(|p| p.headers.get("mcp-session-id"))
                 .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-                .or_else(|| self.id.as_deref().map(str::to_string));
+                .map(str::to_string);
         }
         Arc::new(caller)
     }
