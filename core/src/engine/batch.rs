@@ -525,7 +525,7 @@ impl<'a> Batch<'a> {
                     // bursts, and glibc handed their pages back to the system and faulted them
                     // in again (a 10,000-call batch took up to 40% longer).
                     let traced = !self.span.is_disabled();
-                    if let (Running::One(one), false) = (&mut running, traced) {
+                    if !traced && let Running::One(one) = &mut running {
                         // A batch of one: its call is boxed once, with what awaits it.
                         *one = Some(Box::pin(async move {
                             let mut place = place;
