@@ -28,8 +28,8 @@ use tooljig::{
 /// what polling there saves (a thread hand-over a handler, 10–40 µs on this project's machine)
 /// outweighs the batch's own work running before its handlers instead of beside them: a
 /// 10-call batch of `async def` handlers takes 14 µs a call polled there against 26 µs on a
-/// worker, a 100-call one 14 µs against 10 (`BENCHMARKS.md`, "A batch's calls polled in its
-/// own task").
+/// worker, a 100-call one 14 µs against 10 (`docs/benchmarks-archive-2026.md`, "A batch's calls
+/// polled in its own task").
 const DRIVEN_CALLS: usize = 32;
 
 /// The native engine. The package's `tooljig.Engine` wraps it with the decorator, `run`,
