@@ -336,10 +336,13 @@ export class Engine {
     }, options?: import("./mcp.mjs").McpClientOptions): Promise<McpClient>;
     /**
      * Resumes a suspended run (in this process or any other sharing its store); resolves with every call's result.
-     * @param {string} runId
+     * The run is named by its id or by the `BatchResult` that suspended (a result with a pending call always has a
+     * `runId`, so the caller need not narrow `runId?`); a result that is no run (nothing in it waited, and no store
+     * kept it) throws a `TypeError`.
+     * @param {string | BatchResult} run
      * @returns {Promise<BatchResult>}
      */
-    resume(runId: string): Promise<BatchResult>;
+    resume(run: string | BatchResult): Promise<BatchResult>;
     /**
      * A run as stored (calls, caller, options, latest results, step log, rollback entries), or null.
      * @param {string} runId

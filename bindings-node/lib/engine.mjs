@@ -599,10 +599,15 @@ export class Engine {
 
   /**
    * Resumes a suspended run (in this process or any other sharing its store); resolves with every call's result.
-   * @param {string} runId
+   * The run is named by its id or by the `BatchResult` that suspended (a result with a pending call always has a
+   * `runId`, so the caller need not narrow `runId?`); a result that is no run (nothing in it waited, and no store
+   * kept it) throws a `TypeError`.
+   * @param {string | BatchResult} run
    * @returns {Promise<BatchResult>}
    */
-  async resume(runId) {
+  async resume(run) {
+    const runId = typeof run === 'object' && run !== null ? run.runId : run
+    if (runId === undefined) throw new TypeError('this batch is not a run: none of its calls waited and no store kept it')
     return settled(await this.#held(this.#native.resume(String(runId))))
   }
 

@@ -398,3 +398,16 @@ test('concurrency bounds the handlers while calls wait for the store together (d
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('resume takes the BatchResult that suspended: no runId to narrow', async () => {
+  const engine = new Engine()
+  engine.registerSpec({ name: 'send', inputSchema: mail, policy: { approval: { required: 'always' } } }, ({ to }) => ({ sent: to }))
+  engine.registerSpec({ name: 'echo', inputSchema: { type: 'object' } }, () => 'hi')
+  const out = await engine.run([{ id: 's', tool: 'send', arguments: { to: 'bo' } }], { caller: alice })
+  const { approval } = out.results[0]
+  await engine.approve(approval.id, { argumentsHash: approval.argumentsHash, approver: alice })
+  assert.deepEqual((await engine.resume(out)).results[0].envelope, { ok: true, data: { sent: 'bo' } })
+  const plain = await engine.run([{ id: 'e', tool: 'echo', arguments: {} }])
+  assert.equal(plain.runId, undefined)
+  await assert.rejects(engine.resume(plain), { name: 'TypeError', message: /not a run/ })
+})

@@ -473,3 +473,25 @@ async def test_concurrency_bounds_the_handlers_while_calls_wait_for_the_store_to
     assert sorted(ran) == list(range(60))
     again = await engine.run(calls, caller=ALICE, concurrency=3)
     assert all(r.replayed for r in again.results) and len(ran) == 60
+
+
+def test_resume_takes_the_batch_result_that_suspended() -> None:
+    """``resume(out)``: a result with a pending call is a run, so no ``run_id`` to narrow."""
+    engine = tooljig.Engine()
+
+    @engine.tool(approval={"required": "always"})
+    def send(to: str) -> dict[str, str]:
+        return {"sent": to}
+
+    @engine.tool
+    def echo(text: str) -> str:
+        return text
+
+    out = engine.run_sync([{"id": "s", "tool": "send", "arguments": {"to": "bo"}}], caller=ALICE)
+    approval = out[0]["approval"]
+    engine.approve_sync(approval["id"], arguments_hash=approval["arguments_hash"], approver=ALICE)
+    assert engine.resume_sync(out)[0].envelope == {"ok": True, "data": {"sent": "bo"}}
+    plain = engine.run_sync([{"id": "e", "tool": "echo", "arguments": {"text": "hi"}}])
+    assert plain.run_id is None
+    with pytest.raises(tooljig.InvalidInputError, match="not a run"):
+        engine.resume_sync(plain)

@@ -115,6 +115,15 @@ def _auth_hook(auth: Any) -> tuple[Any, bool]:
     return (auth, is_async_callable(auth))
 
 
+def _run_id(run: str | BatchResult) -> str:
+    """The id of a run given by its id or by the result of the batch that became it."""
+    if isinstance(run, str):
+        return run
+    if run.run_id is None:
+        raise InvalidInputError("this batch is not a run: none of its calls waited and no store kept it")
+    return run.run_id
+
+
 def _blocking(what: str, coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
@@ -311,11 +320,14 @@ class DurableRuns:
         calls: list[dict[str, Any]] = await self._op("pending_external", run_id=run_id)
         return calls
 
-    async def resume(self, run_id: str) -> BatchResult:
-        """Continues a suspended run: decided and submitted calls settle, approved calls run
-        with exactly the approved arguments, calls waiting on them run. Finished calls never
-        run again. Handlers run as in :meth:`run` (async ones on this loop)."""
-        out: BatchResult = await self._op("resume", run_id=run_id)
+    async def resume(self, run: str | BatchResult) -> BatchResult:
+        """Continues a suspended run, named by its id or by the :class:`BatchResult` that
+        suspended (a result with a pending call always has a ``run_id``, so the type needs no
+        narrowing): decided and submitted calls settle, approved calls run with exactly the
+        approved arguments, calls waiting on them run. Finished calls never run again.
+        Handlers run as in :meth:`run` (async ones on this loop). A result that is no run
+        (nothing in it waited, and no store kept it) raises :class:`InvalidInputError`."""
+        out: BatchResult = await self._op("resume", run_id=_run_id(run))
         return out
 
     async def run_record(self, run_id: str) -> dict[str, Any] | None:
@@ -545,9 +557,9 @@ class DurableRuns:
         """:meth:`pending_external`, blocking."""
         return _blocking("pending_external", self.pending_external(run_id))
 
-    def resume_sync(self, run_id: str) -> BatchResult:
+    def resume_sync(self, run: str | BatchResult) -> BatchResult:
         """:meth:`resume`, blocking (async handlers run on a fresh event loop)."""
-        return _blocking("resume", self.resume(run_id))
+        return _blocking("resume", self.resume(run))
 
     def run_record_sync(self, run_id: str) -> dict[str, Any] | None:
         """:meth:`run_record`, blocking."""
