@@ -172,3 +172,80 @@ pub enum AuditCommand {
     /// Checks the hash chain; names the first broken link.
     Verify,
 }
+
+#[cfg(test)]
+mod tests {
+    //! Every `tooljig ...` line of the `sh` blocks users read parses with this grammar
+    //! (docs/CONTRIBUTING.md): a flag renamed here fails until the docs follow.
+
+    use super::Cli;
+    use clap::Parser;
+    use std::path::{Path, PathBuf};
+
+    fn docs() -> Vec<PathBuf> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        docs.extend(
+            [
+                "README.md",
+                "bindings-python/README.md",
+                "bindings-node/README.md",
+            ]
+            .map(|d| root.join(d)),
+        );
+        docs
+    }
+
+    /// The command lines of a doc's `sh` blocks, `\` continuations joined, with their line.
+    fn command_lines(text: &str) -> Vec<(usize, String)> {
+        let (mut out, mut block, mut pending) = (Vec::new(), None, None::<(usize, String)>);
+        for (n, line) in text.lines().enumerate() {
+            let fence = line.trim_start().strip_prefix("```");
+            match (block, fence) {
+                (None, Some(info)) => block = Some(matches!(info.trim(), "sh" | "bash" | "shell")),
+                (Some(_), Some(_)) => block = None,
+                (Some(true), None) => {
+                    let (at, mut joined) = pending.take().unwrap_or((n + 1, String::new()));
+                    match line.trim_end().strip_suffix('\\') {
+                        Some(part) => {
+                            joined.push_str(part);
+                            pending = Some((at, joined));
+                        }
+                        None => {
+                            joined.push_str(line);
+                            out.push((at, joined));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_tooljig_command_in_the_docs_parses() {
+        let mut parsed = 0;
+        for doc in docs() {
+            let text = std::fs::read_to_string(&doc).unwrap();
+            for (line, command) in command_lines(&text) {
+                let words = shlex::split(&command).unwrap_or_default();
+                if words.first().map(String::as_str) != Some("tooljig") {
+                    continue;
+                }
+                if let Err(e) = Cli::try_parse_from(&words) {
+                    panic!("{}:{line}: `{command}` does not parse:\n{e}", doc.display());
+                }
+                parsed += 1;
+            }
+        }
+        assert!(
+            parsed >= 10,
+            "only {parsed} tooljig commands found in the docs"
+        );
+    }
+}

@@ -4,7 +4,7 @@ use crate::args::{Approver, Cli, Command};
 use crate::output::{cell, json, refused, table};
 use serde_json::{Value, json as value};
 use tooljig::audit::AuditSink;
-use tooljig::{AuditQuery, Caller, Engine, EngineOptions};
+use tooljig::{AuditQuery, Caller, Engine, EngineOptions, ErrorCode, ToolError};
 
 /// Runs the command `cli` names.
 pub async fn run(cli: Cli) -> Result<(), String> {
@@ -111,7 +111,10 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Run { ref id } => {
             let engine = engine(&cli)?;
             let Some(run) = engine.run_record(id).await.map_err(refused)? else {
-                return Err(format!("no run {id} in the store"));
+                return Err(refused(
+                    ToolError::new(ErrorCode::NotFound, format!("there is no run {id:?}"))
+                        .with("reason", "unknown_run"),
+                ));
             };
             if as_json {
                 return json(&run);
@@ -327,15 +330,20 @@ fn audit(cli: &Cli) -> Result<std::sync::Arc<dyn AuditSink>, String> {
         .ok_or_else(|| "the audit log did not open".to_string())
 }
 
-/// The hash a decision is bound to: the one the operator saw, or the request's own.
+/// The hash a decision is bound to: the one the operator saw, or the request's own. An
+/// unknown request has none: the decision then goes to the core with none, and the core
+/// refuses it as it refuses every unknown id (`not_found`, `unknown_approval`), so the
+/// command words that refusal as the engine, the inbox and the bindings do.
 async fn bound_hash(engine: &Engine, id: &str, given: Option<&str>) -> Result<String, String> {
     if let Some(hash) = given {
         return Ok(hash.to_string());
     }
-    match engine.approval(id).await.map_err(refused)? {
-        Some(record) => Ok(record.arguments_hash),
-        None => Err(format!("no approval request {id}")),
-    }
+    Ok(engine
+        .approval(id)
+        .await
+        .map_err(refused)?
+        .map(|record| record.arguments_hash)
+        .unwrap_or_default())
 }
 
 /// `TOKEN=PRINCIPAL[:ROLE,ROLE]` as the token and the operator it stands for.

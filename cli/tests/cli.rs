@@ -216,7 +216,7 @@ async fn decide_and_resume(backend: &Backend) -> Engine {
         String::from_utf8_lossy(&cli(backend, &["run", &run_id]).stdout)
             .contains("approval_rejected")
     );
-    assert!(failed(&cli(backend, &["run", "no-such-run"])).contains("no run no-such-run"));
+    assert!(failed(&cli(backend, &["run", "no-such-run"])).contains("(not_found, unknown_run)"));
 
     // The audit log, as JSON Lines and filtered.
     let audit = cli(backend, &["audit", "--json", "--tool", "send_email"]);
@@ -279,12 +279,29 @@ fn mistakes_are_one_line_and_a_non_zero_exit() {
     assert!(failed(&no_store).contains("--store"));
     let bad_url = tooljig(dir.path(), &["--store", "ftp://x", "pending"]);
     failed(&bad_url);
-    assert!(
-        failed(&tooljig(dir.path(), &["approve", "nope", "--as", "alice"]))
-            .contains("no approval request nope")
-    );
     let usage = tooljig(dir.path(), &["dance"]);
     assert_eq!(usage.status.code(), Some(2));
+}
+
+/// A decision on a request that does not exist fails as docs/operators.md promises: one line
+/// with the core's closed code and reason, whether or not the operator named a hash.
+#[test]
+fn an_unknown_approval_is_refused_with_its_code_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[&[&str]] = &[
+        &["approve", "apr_nope", "--as", "alice"],
+        &["approve", "apr_nope", "--as", "alice", "--hash", "abc"],
+        &["reject", "apr_nope", "--as", "alice", "--message", "no"],
+        &["edit", "apr_nope", "--as", "alice", "--arguments", "{}"],
+    ];
+    for args in cases {
+        let err = failed(&tooljig(dir.path(), args));
+        assert!(err.contains("apr_nope"), "{args:?}: {err}");
+        assert!(
+            err.trim_end().ends_with("(not_found, unknown_approval)"),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 /// The same against PostgreSQL (store and audit log in a schema of the test's own, dropped
