@@ -12,6 +12,9 @@ use super::scan::{matching, quoted};
 /// before the value or after it. `text` itself, trimmed, when there is nothing to cut.
 pub(super) fn isolate(text: &str) -> String {
     let t = text.trim();
+    if let Some(value) = escaped_value(t) {
+        return value;
+    }
     let starts_value = t.starts_with(['{', '[']);
     if !starts_value && t.contains("```") {
         let blocks = fenced_blocks(t);
@@ -20,8 +23,19 @@ pub(super) fn isolate(text: &str) -> String {
         }
     }
     let t = strip_closing_fence(t);
-    let t = if starts_value { t } else { after_preamble(t) };
-    before_epilogue(t).trim().to_string()
+    let value = if starts_value { t } else { after_preamble(t) };
+    before_epilogue(value, value.len() < t.len())
+        .trim()
+        .to_string()
+}
+
+/// The value of a text that is a whole object or array written with every quote escaped
+/// (`{\"a\": 1}`, a JSON string's contents without its quotes), unescaped.
+fn escaped_value(text: &str) -> Option<String> {
+    if !(text.starts_with("{\\\"") || text.starts_with("[\\\"")) {
+        return None;
+    }
+    serde_json::from_str(&format!("\"{text}\"")).ok()
 }
 
 /// The contents of the fenced blocks in `text`: from each opening fence (three or more
@@ -67,7 +81,7 @@ fn strip_closing_fence(text: &str) -> &str {
 
 /// `text` from its first bracket when what comes before is a sentence: it starts with a
 /// letter, holds no quote or parenthesis (so a JSONP wrapper `callback({...})` or an unquoted
-/// string stays whole), has two words, a line break or a colon, and ends with a colon or a
+/// string stays whole), has two words, a line break, or ends its sentence (`:`, `!`, `.`), and ends with a colon or a
 /// blank.
 fn after_preamble(text: &str) -> &str {
     let Some(open) = text.find(['{', '[']) else {
@@ -82,15 +96,18 @@ fn after_preamble(text: &str) -> &str {
     let words = preamble.split_whitespace().count();
     let sentence = preamble.starts_with(|c: char| c.is_alphabetic())
         && !preamble.contains(['"', '(', ')', '`'])
-        && (preamble.trim_end().ends_with(':') || preamble.contains('\n') || words >= 2)
+        && (preamble.trim_end().ends_with([':', '!', '.'])
+            || preamble.contains('\n')
+            || words >= 2)
         && preamble.ends_with(|c: char| c == ':' || c.is_whitespace());
     if sentence { &text[open..] } else { text }
 }
 
-/// `text` up to the end of its first bracketed value when a sentence follows it (text that
-/// starts with a letter on a new line, or two words after a blank); `text` when the value is not closed or something
-/// else follows (another value, a comma: repair decides what those mean).
-fn before_epilogue(text: &str) -> &str {
+/// `text` up to the end of its first bracketed value when a sentence or a closing fence
+/// follows it (see [`is_epilogue`]); `text` when the value is not closed or something else
+/// follows (another value, a comma: repair decides what those mean). `after_prose` says a
+/// sentence before the value was cut, so one word after it is a sentence's end too.
+fn before_epilogue(text: &str, after_prose: bool) -> &str {
     if !text.starts_with(['{', '[']) {
         return text;
     }
@@ -98,13 +115,33 @@ fn before_epilogue(text: &str) -> &str {
     let Some(end) = matching(text.as_bytes(), &mask, 0) else {
         return text;
     };
-    // A sentence, not a stray word glued to the value (`{"a":2}foo` is refused).
     let after = &text[end + 1..];
+    if is_epilogue(after, after_prose) {
+        &text[..=end]
+    } else {
+        text
+    }
+}
+
+/// Whether `after`, what follows a closed value, is no part of it: a closing fence (and
+/// whatever follows the fence), sentence punctuation (`.`, `!`), a sentence led by a dash or
+/// a parenthesis, or words: on a new line, two after a blank, or one when a sentence came
+/// before the value. A stray word glued to the value (`{"a":2}foo`) is none, so it stays
+/// refused.
+fn is_epilogue(after: &str, after_prose: bool) -> bool {
     let rest = after.trim_start();
     let gap = &after[..after.len() - rest.len()];
-    let sentence = rest.starts_with(|c: char| c.is_alphabetic())
-        && (gap.contains('\n') || (!gap.is_empty() && rest.split_whitespace().nth(1).is_some()));
-    if sentence { &text[..=end] } else { text }
+    if rest.starts_with("```") || (!rest.is_empty() && rest.chars().all(|c| ".!?".contains(c))) {
+        return true;
+    }
+    let words = rest.trim_start_matches(['.', '!', '?', '-', '\u{2013}', '\u{2014}', '(']);
+    if words.len() < rest.len() {
+        return words.starts_with(|c: char| c.is_whitespace() || c.is_alphabetic())
+            && words.contains(char::is_alphabetic);
+    }
+    rest.starts_with(char::is_alphabetic)
+        && (gap.contains('\n')
+            || (!gap.is_empty() && (after_prose || rest.split_whitespace().nth(1).is_some())))
 }
 
 #[cfg(test)]
@@ -130,6 +167,15 @@ mod tests {
                 "{\"a\":1}\n[1]",
             ),
             ("Sure!\n{}", "{}"),
+            ("{\"x\": 1}\n```\nHope this helps", "{\"x\": 1}"),
+            ("Here you go: {\"a\": 1} thanks!", "{\"a\": 1}"),
+            ("The result: {\"a\": \"b\"}. Is that ok?", "{\"a\": \"b\"}"),
+            (
+                "Sent: {\"m\": \"it's\"} - hope that's right.",
+                "{\"m\": \"it's\"}",
+            ),
+            ("Answer: [1, 2] (two items)", "[1, 2]"),
+            ("{\\\"a\\\": \\\"b\\\"}", "{\"a\": \"b\"}"),
             (" - { \"a\": [1] }", "{ \"a\": [1] }"),
         ] {
             assert_eq!(isolate(text), want, "{text:?}");

@@ -2,8 +2,9 @@
 //!
 //! Models send arguments as a JSON string (OpenAI) or an object (Anthropic). A string is
 //! parsed strictly first; when that fails it is repaired the way models break JSON (code
-//! fences, trailing commas, single quotes, Python literals, comments, missing closing
-//! brackets at the very end) and the result records that it was repaired. A string cut off
+//! fences and sentences around the value, trailing commas, single quotes, unescaped quotes,
+//! Python literals, tuples and sets, comments, missing closing brackets at the very end) and
+//! the result records that it was repaired. A string cut off
 //! inside a value (a truncated stream) is refused as `incomplete_arguments` and never runs.
 
 mod defaults;
@@ -112,6 +113,9 @@ pub fn parse_text(text: &str, limits: &Limits) -> Result<ParsedArguments, ToolEr
             ),
         ));
     }
+    // A set standing alone is read as a list before the check that a list of fragments is
+    // no repair of an object (`lossless::conserved`).
+    let body = repair::python_collections(&body);
     let body = lossless::prepare(&body).map_err(|why| {
         ToolError::new(
             ErrorCode::MalformedArguments,

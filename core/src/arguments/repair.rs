@@ -1,6 +1,6 @@
 //! JSON repair: `jsonrepair-rs` with the gaps it leaves against the JS `jsonrepair` closed.
 //!
-//! Two rewrites run before the crate sees the text, one retry after it fails:
+//! Rewrites run before the crate sees the text, one retry after it fails:
 //! - a backslash right before a line break inside a string (a shell-style line
 //!   continuation) becomes the escape `\n`, where the crate drops both characters;
 //! - Python collections standing as a value become arrays: a tuple `(1, 2)` and a set
@@ -10,12 +10,15 @@
 //!   that; a lone `.` is `0.0`, as the JS library's two dot rules (`.5`, `5.`) make it; a
 //!   number that is none (`1/3`, `10-20`, `1.1.1`, `2abc`) is the string written, and
 //!   digits grouped with `_` (`82_461_110`) are the number;
+//! - members written inside an array (`["a": 1, "b": 2]`) become an object in it, and words
+//!   wedged between two strings (`"title:"foo bar" AND x"`) keep their quotes as text;
 //! - when the crate gives up at some position, a double quote shortly before it that ends a
 //!   word and has another quote after it is taken as a quote the model forgot to escape
 //!   (`"72" tall"`), escaped, and the repair retried: a bounded form of the backtracking the
 //!   JS library does.
 //!
-//! `docs/arguments.md` reports the agreement this reaches on the jsonrepair corpus.
+//! `docs/arguments.md` reports the agreement this reaches on the jsonrepair corpus and on
+//! cases it was not tuned to.
 
 use super::scan::{Edit, apply, matching, quoted};
 use serde_json::Value;
@@ -32,6 +35,8 @@ const MAX_RETRY_CHARS: usize = 64 * 1024;
 pub fn repair(text: &str) -> Result<Value, String> {
     let prepared = continue_lines_in_strings(text);
     let prepared = python_collections(&prepared);
+    let prepared = keyed_arrays(&prepared);
+    let prepared = escape_wedged_quotes(&prepared);
     let prepared = normalize_lone_numbers(&prepared);
     let mut chars: Vec<char> = prepared.chars().collect();
     let mut first_error = None;
@@ -159,7 +164,7 @@ fn continue_lines_in_strings(text: &str) -> String {
 /// as arrays: `(1, 2)` is `[1, 2]`; `{1, 2}` is `[1, 2]` when the braces hold no colon and
 /// each item between commas is one value (so `{"key" "value"}`, an object missing its colon,
 /// stays an object). A parenthesis after a name (`callback(...)`, `ObjectId(...)`) is a call.
-fn python_collections(text: &str) -> Cow<'_, str> {
+pub(super) fn python_collections(text: &str) -> Cow<'_, str> {
     if !text.contains('(') && !text.contains('{') {
         return Cow::Borrowed(text);
     }
@@ -175,7 +180,7 @@ fn python_collections(text: &str) -> Cow<'_, str> {
         if opens_value
             && matches!(b, b'(' | b'{')
             && let Some(close) = matching(bytes, &mask, i)
-            && (b == b'(' || is_set(bytes, &mask, i, close))
+            && (b == b'(' || is_set(bytes, &mask, i, close, previous.is_some()))
         {
             edits.push(Edit::new(i, i + 1, "["));
             edits.push(Edit::new(close, close + 1, "]"));
@@ -191,8 +196,9 @@ fn python_collections(text: &str) -> Cow<'_, str> {
 }
 
 /// Whether the braces at `open..=close` hold a set: items, no colon at their own depth, and
-/// one value between each pair of commas.
-fn is_set(bytes: &[u8], mask: &[bool], open: usize, close: usize) -> bool {
+/// one value between each pair of commas. A single value (`{"only"}`) is a set only `nested`
+/// inside another value; alone it may be a key missing its value, which is refused.
+fn is_set(bytes: &[u8], mask: &[bool], open: usize, close: usize, nested: bool) -> bool {
     let mut depth = 0usize;
     let mut items = 0usize;
     let mut tokens_in_item = 0usize;
@@ -235,7 +241,122 @@ fn is_set(bytes: &[u8], mask: &[bool], open: usize, close: usize) -> bool {
             }
         }
     }
-    items > 0 && tokens_in_item <= 1
+    (items > 0 && tokens_in_item <= 1) || (nested && items == 0 && tokens_in_item == 1)
+}
+
+/// Members written inside an array (`["a": 1, "b": 2]`, `["x", "k": "v"]`) wrapped in braces:
+/// each run of items that start with a key and a colon becomes one object, as the Python
+/// `json_repair` reads them, where the JS library turns each `: 1` into a string.
+fn keyed_arrays(text: &str) -> Cow<'_, str> {
+    if !text.contains('[') || !text.contains(':') {
+        return Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let mask = quoted(text);
+    let mut edits = Vec::new();
+    for open in (0..bytes.len()).filter(|&i| bytes[i] == b'[' && !mask[i]) {
+        let Some(close) = matching(bytes, &mask, open) else {
+            continue;
+        };
+        let mut run: Option<(usize, usize)> = None;
+        for (start, end) in items(bytes, &mask, open, close) {
+            match (keyed_item(bytes, &mask, start, end), run) {
+                (true, Some((first, _))) => run = Some((first, end)),
+                (true, None) => run = Some((start, end)),
+                (false, Some((first, last))) => {
+                    edits.extend([Edit::new(first, first, "{"), Edit::new(last, last, "}")]);
+                    run = None;
+                }
+                (false, None) => {}
+            }
+        }
+        if let Some((first, last)) = run {
+            edits.extend([Edit::new(first, first, "{"), Edit::new(last, last, "}")]);
+        }
+    }
+    edits.sort_by_key(|e| e.start);
+    apply(text, edits)
+}
+
+/// The items between the brackets at `open` and `close`, split at commas of their own depth,
+/// each trimmed of blanks; empty items left out.
+fn items(bytes: &[u8], mask: &[bool], open: usize, close: usize) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    let (mut depth, mut start) = (0usize, open + 1);
+    for k in open + 1..=close {
+        if mask[k] {
+            continue;
+        }
+        match bytes[k] {
+            b'{' | b'[' | b'(' => depth += 1,
+            b'}' | b']' | b')' if k < close => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {}
+            _ if k == close => {}
+            _ => continue,
+        }
+        if (bytes[k] == b',' && depth == 0) || k == close {
+            let (mut s, mut e) = (start, k);
+            while s < e && bytes[s].is_ascii_whitespace() {
+                s += 1;
+            }
+            while e > s && bytes[e - 1].is_ascii_whitespace() {
+                e -= 1;
+            }
+            if s < e {
+                found.push((s, e));
+            }
+            start = k + 1;
+        }
+    }
+    found
+}
+
+/// Whether the item at `start..end` is a member: a quoted key, a colon, and a value after it.
+fn keyed_item(bytes: &[u8], mask: &[bool], start: usize, end: usize) -> bool {
+    if bytes[start] != b'"' && bytes[start] != b'\'' {
+        return false;
+    }
+    let Some(key_end) = (start + 1..end).find(|&k| !mask[k]) else {
+        return false;
+    };
+    let after = bytes[key_end + 1..end]
+        .iter()
+        .position(|b| !b.is_ascii_whitespace());
+    after.is_some_and(|p| bytes[key_end + 1 + p] == b':' && key_end + 2 + p < end)
+}
+
+/// Both quotes around words wedged between two strings (`"title:"foo bar" AND"`, `"Re:
+/// "Q3" report"`) escaped: nothing separates the words from the strings, so the quotes are
+/// ones the model forgot to escape, where repair would make the words a key.
+fn escape_wedged_quotes(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let mask = quoted(text);
+    let mut edits = Vec::new();
+    let mut k = 1;
+    while k + 1 < bytes.len() {
+        let closes = bytes[k] == b'"' && !mask[k] && (mask[k - 1] || bytes[k - 1] == b'"');
+        let words_end = (k + 1..bytes.len()).find(|&e| bytes[e] == b'"');
+        if let (true, Some(e)) = (closes, words_end)
+            && wedged(&text[k + 1..e])
+            && mask.get(e + 1).copied().unwrap_or(false)
+            && bytes[e + 1] != b':'
+        {
+            edits.extend([Edit::new(k, k + 1, "\\\""), Edit::new(e, e + 1, "\\\"")]);
+            k = e + 1;
+            continue;
+        }
+        k += 1;
+    }
+    apply(text, edits)
+}
+
+/// Words glued to quotes on both sides: letters, digits and blanks between them, so no
+/// separator, operator (`"a"+"b"`) or bracket that repair reads otherwise.
+fn wedged(words: &str) -> bool {
+    !words.is_empty()
+        && !words.starts_with(char::is_whitespace)
+        && !words.ends_with(char::is_whitespace)
+        && words.chars().all(|c| c.is_alphanumeric() || c == ' ')
 }
 
 /// Rewrites broken numbers that stand alone as a value (after `[`, `,`, `:` or the start;
@@ -425,6 +546,11 @@ mod tests {
             json!({"s": ["a", "b"]})
         );
         assert_eq!(
+            repair("{\"s\": {\"only\"}, \"n\": [{1}]}").unwrap(),
+            json!({"s": ["only"], "n": [[1]]})
+        );
+        assert!(repair("{\"only\"}").is_err());
+        assert_eq!(
             repair("{\"k\" \"v\", \"k2\" \"v2\"}").unwrap(),
             json!({"k": "v", "k2": "v2"})
         );
@@ -432,6 +558,39 @@ mod tests {
             repair("callback_123({\"a\": 1});").unwrap(),
             json!({"a": 1})
         );
+    }
+
+    #[test]
+    fn members_inside_arrays_become_objects() {
+        for (text, want) in [
+            ("[\"a\": 1, \"b\": 2]", json!([{"a": 1, "b": 2}])),
+            ("[\"x\", \"k\": \"v\"]", json!(["x", {"k": "v"}])),
+            (
+                "{\"m\": [\"k\": [1], \"j\": {}]}",
+                json!({"m": [{"k": [1], "j": {}}]}),
+            ),
+            ("[\"https://x.org\", 2]", json!(["https://x.org", 2])),
+        ] {
+            assert_eq!(repair(text).unwrap(), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn words_wedged_between_quotes_stay_in_their_string() {
+        for (text, want) in [
+            (
+                r#"{"q": "title:"foo bar" AND x"}"#,
+                json!({"q": "title:\"foo bar\" AND x"}),
+            ),
+            (
+                r#"{"s": "Re: "Q3" report"}"#,
+                json!({"s": "Re: \"Q3\" report"}),
+            ),
+            (r#""a"+"b""#, json!("ab")),
+            (r#"{"a":"b,c,"d":"e"}"#, json!({"a": "b,c", "d": "e"})),
+        ] {
+            assert_eq!(repair(text).unwrap(), want, "{text}");
+        }
     }
 
     #[test]

@@ -120,6 +120,17 @@ fn scan(body: &str, quotes: Quotes) -> Option<&'static str> {
                 }
                 word = &body[start..i];
                 last = Last::Word;
+                // A quote glued to a word's end, before what may follow a string, closes a
+                // string whose opening quote is missing (`{"a": b"}`, `{a": 1}`).
+                let next = bytes[(i + 1).min(bytes.len())..]
+                    .iter()
+                    .find(|b| !b.is_ascii_whitespace());
+                if bytes.get(i) == Some(&b'"')
+                    && matches!(next, None | Some(b',' | b'}' | b']' | b':'))
+                {
+                    last = Last::ValueString;
+                    i += 1;
+                }
                 continue;
             }
         }
@@ -186,6 +197,9 @@ mod tests {
             "{\"a\": 1 # note }",
             r#"{"a": 1 # note
 }"#,
+            r#"{"a": b"}"#,
+            r#"{a": 1}"#,
+            r#"{"a": hello world"}"#,
         ] {
             assert_eq!(truncation(text), None, "{text}");
         }
