@@ -52,7 +52,8 @@ export type RunStatus =
   | { status: 'idle' }
   | { status: 'finished'; reason: StopReason }
   | { status: 'needs_input'; needs: Array<{ callId: string; tool: string; fields: string[] }> }
-  | { status: 'suspended'; pending: PendingCall[] }
+  /** `needs`: calls of the same batch that lack fields; the answer is then one question for them. */
+  | { status: 'suspended'; pending: PendingCall[]; needs?: Array<{ callId: string; tool: string; fields: string[] }> }
 
 export interface RunCounters {
   steps: number

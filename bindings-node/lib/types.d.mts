@@ -439,7 +439,8 @@ export interface Tool<Args = any, Out = unknown> extends ToolHooks<Out, Args> {
 
 /** Events of a batch, as they happen (`atUs`: µs since the batch started). */
 export type BatchEvent =
-  | { type: 'batch_started'; atUs: number; calls: number }
+  /** `runId`: the batch's run, known before any call runs (`cancelRun(runId)` with a `stateStore`). */
+  | { type: 'batch_started'; atUs: number; calls: number; runId: string }
   | { type: 'call_planned'; atUs: number; callId: string; tool: string; dependsOn: string[] }
   | { type: 'call_started'; atUs: number; callId: string; tool: string; attempt: number }
   | { type: 'call_retried'; atUs: number; callId: string; tool: string; attempt: number; delayMs: number; error: EnvelopeError }

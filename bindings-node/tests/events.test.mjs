@@ -1,5 +1,8 @@
 // Events as an async iterator.
 import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { test } from 'node:test'
 import { Engine, ToolError, tool } from '../lib/index.mjs'
 import { sleep } from './support.mjs'
@@ -81,4 +84,24 @@ test('progress and partial outputs reach the events; only the result is checked'
   // Unheard, reporting costs nothing and a generator's last value is still the result.
   const quiet = await e.run([{ tool: 'grow', arguments: { n: 4 } }])
   assert.deepEqual(quiet.results[0].envelope, { ok: true, data: [1, 2, 3, 4] })
+})
+
+test('batch_started tells the run id, so the batch is cancelled from outside', async () => {
+  // The id is known before any handler runs: an operator or a web request stops the run by it.
+  const store = `sqlite://${join(mkdtempSync(join(tmpdir(), 'tooljig-')), 'runs.db')}`
+  const e = new Engine({ stateStore: store }).register('hold', tool({
+    execute: (_args, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('stopped'))),
+  }))
+  const s = e.stream([{ id: 'h', tool: 'hold', arguments: {} }])
+  let runId
+  for await (const ev of s) {
+    if (ev.type === 'batch_started') {
+      runId = ev.runId
+      assert.equal(await e.cancelRun(runId, 'the user left'), true)
+    }
+  }
+  const out = await s.result
+  assert.equal(typeof runId, 'string')
+  assert.equal(out.runId, runId)
+  assert.deepEqual(out.results.map((r) => r.envelope.error?.code), ['cancelled'])
 })

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -116,3 +117,23 @@ async def test_progress_and_partial_outputs_reach_the_events_and_only_the_result
     # Unheard, reporting is a no-op, and a generator's last value is still the result.
     out = await engine.run([{"tool": "grow", "arguments": {"n": 4}}])
     assert out[0].envelope == {"ok": True, "data": [1, 2, 3, 4]}
+
+
+async def test_batch_started_tells_the_run_id_so_the_batch_is_cancelled_from_outside(tmp_path: Any) -> None:
+    # The id is known before any handler runs: an operator or a web request stops the run by it.
+    engine = tooljig.Engine(state_store=f"sqlite://{tmp_path / 'runs.db'}")
+
+    async def hold(args: dict[str, Any], ctx: tooljig.ToolContext) -> str:
+        while not ctx.cancelled:
+            await asyncio.sleep(0.01)
+        return "stopped"
+
+    engine.register("hold", "Waits until cancelled.", None, hold)
+    stream = engine.stream([{"id": "h", "tool": "hold", "arguments": {}}])
+    run_id = None
+    async for event in stream:
+        if event.type == "batch_started":
+            run_id = event["run_id"]
+            assert await engine.cancel_run(run_id, "the user left") is True
+    assert run_id is not None and stream.result is not None
+    assert [r.envelope["error"]["code"] for r in stream.result] == ["cancelled"]

@@ -15,6 +15,11 @@ pub enum Event {
         at_us: u64,
         /// Calls in the batch.
         calls: usize,
+        /// The batch's run id, as its handlers see it (`ToolContext::run_id`) and as
+        /// `BatchResult::run_id` gives it when the run is kept: with a state store the app
+        /// gave, the run is written before its first call, so `Engine::cancel_run` stops it
+        /// from anywhere while it runs (without one, the batch's cancel token does).
+        run_id: String,
     },
     /// A call passed planning; it waits for `depends_on`.
     CallPlanned {

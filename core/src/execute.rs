@@ -107,20 +107,21 @@ pub fn run_job<'a>(
         }
 
         // Step 5: access (the policy hook over the final arguments).
-        // Step 6: rate limit per tool per principal.
         if guard::authorize(guards, &mut job, &mut result)
             .await
             .is_break()
         {
             return result;
         }
-        // Step 7: the read cache, then idempotency.
+        // Step 7: the read cache (a hit is not charged against the rate limits).
         let cache_slot = match guard::cache_lookup(guards, &mut job, &mut result).await {
             ControlFlow::Break(()) => return result,
             ControlFlow::Continue(slot) => slot,
         };
-        // Steps 7 (idempotency) and 8 (approval): see durable/mod.rs.
-        let guarded = durable::before(d, &mut job, &mut result, place).await;
+        // Steps 7 (idempotency), 6 (rate limits, charged once nothing but running can answer
+        // the call) and 8 (approval): see durable/mod.rs.
+        let limiter = guards.rate_limiter.as_ref();
+        let guarded = durable::before(d, limiter, &mut job, &mut result, place).await;
         if !guarded.proceed {
             result.finished_us = job.since_start();
             result.arguments = Some(job.arguments);

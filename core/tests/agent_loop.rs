@@ -491,7 +491,7 @@ async fn a_client_side_tool_suspends_the_run_which_resumes_from_storage() {
     let mut state = AgentState::new("where am I, and the weather in Paris?");
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (out, events) = collect(agent.run(&mut state, &Caller::default(), Some(tx)), rx).await;
-    let RunStatus::Suspended { pending } = &out.status else {
+    let RunStatus::Suspended { pending, .. } = &out.status else {
         panic!("{:?}", out.status)
     };
     assert_eq!(pending[0].call_id, "loc");
@@ -602,7 +602,7 @@ async fn an_approval_suspends_the_run_and_the_decision_resumes_it() {
     let mut state = AgentState::new("email Ana");
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (out, events) = collect(agent.run(&mut state, &user, Some(tx)), rx).await;
-    let RunStatus::Suspended { pending } = &out.status else {
+    let RunStatus::Suspended { pending, .. } = &out.status else {
         panic!("{:?}", out.status)
     };
     assert_eq!(pending[0].status, CallStatus::PendingApproval);

@@ -263,7 +263,8 @@ class RunOutcome:
     (``reason``: ``answered``, ``step_limit``, ``tool_call_limit``, ``deadline``,
     ``token_budget``, ``model_failed``, ``refused``), ``"needs_input"`` (``answer`` is one
     clarifying question; ``needs`` the calls and their missing fields) or ``"suspended"``
-    (``pending``: calls waiting for approval or a client)."""
+    (``pending``: calls waiting for approval or a client; ``needs``, when calls of the same
+    batch lack fields, with ``answer`` one question for them)."""
 
     status: str
     answer: str

@@ -7,12 +7,11 @@ use super::limits::BatchLimits;
 use super::outcome::RunOutcome;
 use super::result_events::{emit_result, result_events};
 use super::runner::Agent;
-use super::state::{NeedsCall, SuspendedBatch};
-use super::suspension::{pending_calls, suspend};
+use super::state::SuspendedBatch;
+use super::suspension::{needs_calls, pending_calls, suspend};
 use super::wrap_up;
 use crate::call::{CallResult, CallStatus};
 use crate::engine::{BatchOptions, BatchResult};
-use crate::envelope::Envelope;
 use crate::events::Event;
 use crate::providers::json_protocol;
 use crate::providers::{Message, ModelTurn, ToolResult};
@@ -29,8 +28,9 @@ impl Agent {
         batch: SuspendedBatch,
     ) -> Option<RunOutcome> {
         let pending = pending_calls(&results);
+        let needs = needs_calls(&results);
         if !pending.is_empty() {
-            return Some(suspend(ctx, results, batch, pending));
+            return Some(suspend(ctx, results, batch, pending, needs));
         }
         ctx.state.suspended = None;
         ctx.state.held_results.clear();
@@ -41,17 +41,6 @@ impl Agent {
                 results: results.iter().map(ToolResult::from_result).collect(),
             }
         });
-        let needs: Vec<NeedsCall> = results
-            .iter()
-            .filter_map(|r| match &r.envelope {
-                Envelope::Needs(fields) => Some(NeedsCall {
-                    call_id: r.call_id.clone(),
-                    tool: r.tool.clone(),
-                    fields: fields.clone(),
-                }),
-                _ => None,
-            })
-            .collect();
         if !needs.is_empty() {
             return Some(wrap_up::ask(self, ctx, needs).await);
         }
@@ -66,11 +55,14 @@ impl Agent {
         turn: &ModelTurn,
     ) -> (Vec<CallResult>, Option<String>) {
         let (mut calls, refused) = turn.into_batch();
-        // JSON-protocol calls carry their dependencies in the turn's provider data.
         for (call, tc) in calls
             .iter_mut()
             .zip(turn.tool_calls.iter().filter(|c| !c.incomplete))
         {
+            // The same every time this call is run (a retry, a resume, a reloaded state):
+            // the conversation's run id and the call's id, unique within it (`unique_ids`).
+            call.idempotency_key = Some(call_key(&ctx.state.run_id, &call.id));
+            // JSON-protocol calls carry their dependencies in the turn's provider data.
             if let Some(deps) = tc.provider_data.as_ref().and_then(|d| d.get("depends_on")) {
                 call.depends_on = serde_json::from_value(deps.clone()).unwrap_or_default();
             }
@@ -167,4 +159,11 @@ impl Agent {
             .collect();
         (ordered, batch.run_id)
     }
+}
+
+/// The idempotency key the loop gives a model's call: tools keyed on the app's key
+/// (`idempotency: {mode: "key"}`) run once per call of the conversation, and a handler's
+/// `ctx.idempotency_key` is the same in every pass and process that runs it.
+pub fn call_key(run_id: &str, call_id: &str) -> String {
+    format!("{run_id}/{call_id}")
 }

@@ -64,6 +64,7 @@ mod suspension;
 mod tool_selection;
 pub mod wrap_up;
 
+pub use executor::call_key;
 pub use fallback::{BreakerState, BreakerStatus, FallbackChain};
 pub use model::{ModelClient, ModelError, ModelErrorKind, StreamSender, model_fn};
 pub use options::{AgentLimits, AgentOptions, Mode, ToolProtocol};

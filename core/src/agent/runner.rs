@@ -120,7 +120,6 @@ impl Agent {
         mode: Option<Mode>,
     ) -> RunOutcome {
         let start = Instant::now();
-        state.abandon_pending();
         state.turn_steps = 0;
         state.turn_tool_calls = 0;
         state.turn_tokens = 0;
@@ -129,6 +128,8 @@ impl Agent {
         ctx.emit(StreamEvent::Start {
             run_id: ctx.state.run_id.clone(),
         });
+        self.settle_suspended(&mut ctx).await;
+        ctx.state.abandon_pending();
         let out = self.drive(&mut ctx).await;
         ctx.state.finish_timing(start);
         out.with_counters(ctx.state)

@@ -48,10 +48,15 @@ pub enum RunStatus {
         needs: Vec<NeedsCall>,
     },
     /// Calls wait for a human decision or a client: store the state, `resume` with their
-    /// results.
+    /// results. When calls of the same batch also lack information only the user has,
+    /// `needs` lists them and the answer is one question for it, so the app can ask while
+    /// the decisions are made (once they are, `resume` asks again, in the model's words).
     Suspended {
         /// The waiting calls.
         pending: Vec<PendingCall>,
+        /// The calls of the same batch that returned `needs`, with the fields each lacks.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        needs: Vec<NeedsCall>,
     },
 }
 

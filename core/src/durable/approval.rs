@@ -218,14 +218,16 @@ pub async fn request(
 /// How long a request is kept after it expires, so a late decision or resume is told why.
 pub const RETAIN_DECIDED_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
-/// The pending envelope the model sees.
+/// The pending envelope the model sees: the request's id and its run's, which is what a
+/// client that sees only this envelope (an MCP client) resumes once the request is decided.
 pub fn pending_envelope(record: &ApprovalRecord) -> Envelope {
     Envelope::Error(
         ToolError::new(
             ErrorCode::PendingApproval,
             "this call waits for a human to approve it; it has not run yet",
         )
-        .with("approval_id", record.id.clone()),
+        .with("approval_id", record.id.clone())
+        .with("run_id", record.run_id.clone()),
     )
 }
 

@@ -27,6 +27,7 @@ pub mod wakeup;
 use crate::call::{ApprovalInfo, ApprovalStatus, CallResult, CallStatus};
 use crate::digest::hash_value;
 use crate::envelope::{Envelope, ToolError};
+use crate::guard::rate_limit::{self, RateLimiter};
 use crate::handler::Handler;
 use crate::job::Job;
 use crate::place::Place;
@@ -140,26 +141,32 @@ fn refuse(result: &mut CallResult, e: ToolError) {
     }
 }
 
-/// Steps 7 and 8 for one call: claim it in a resumed run, replay or join a duplicate, ask
-/// for approval or apply a decision, then claim its idempotency key. When the returned
-/// guard does not `proceed`, the call is settled without running and `result` says why;
-/// either way, hand the guard to [`after`] once the result is final.
+/// Steps 6 to 8 for one call: replay or join a duplicate, charge the rate limits, ask for
+/// approval or apply a decision, and claim the call in its run and under its idempotency
+/// key. When the returned guard does not `proceed`, the call is settled without running and
+/// `result` says why; either way, hand the guard to [`after`] once the result is final.
 /// While it waits for the store, the call gives its `place` up (see `place.rs`); it may
 /// return without one.
+///
+/// The rate limits (`limiter`) are charged once per execution, where nothing but running the
+/// call can answer it: after a replay could have (a replay is not charged), before a call
+/// waits for a human (the approved call then runs on that charge), and once a call holds its
+/// claims, which a refusal releases.
 pub async fn before(
     d: &CallDurable,
+    limiter: &dyn RateLimiter,
     job: &mut Job,
     result: &mut CallResult,
     place: &mut Place,
 ) -> Guarded {
     let mut guarded = Guarded::default();
     if nothing_to_guard(d, &job.tool.spec.policy) {
-        guarded.proceed = true;
+        guarded.proceed = rate_limit::charge(limiter, job, result).await.is_continue();
         return guarded;
     }
     // Boxed: the guard's future is larger than the rest of a call's together, and most
     // calls never need it.
-    guarded.proceed = Box::pin(guard(d, job, result, &mut guarded, place)).await;
+    guarded.proceed = Box::pin(guard(d, limiter, job, result, &mut guarded, place)).await;
     guarded
 }
 
@@ -174,6 +181,7 @@ fn nothing_to_guard(d: &CallDurable, policy: &Policy) -> bool {
 
 async fn guard(
     d: &CallDurable,
+    limiter: &dyn RateLimiter,
     job: &mut Job,
     result: &mut CallResult,
     guarded: &mut Guarded,
@@ -275,6 +283,13 @@ async fn guard(
                     }));
                 }
                 Ok(None) => {
+                    // The call holds its place in the budget while a human decides: the
+                    // approved call runs on this charge. A decision re-asked is not charged again.
+                    if d.approved.is_none()
+                        && rate_limit::charge(limiter, job, result).await.is_break()
+                    {
+                        return false;
+                    }
                     match approval::request(
                         store,
                         &tool.spec,
@@ -310,7 +325,8 @@ async fn guard(
     // claim is called off: a wait for a duplicate ends, a claim won is released.
     let job: &Job = job;
     if !d.claims && idempotent.is_none() {
-        return true;
+        return d.approved.is_some()
+            || rate_limit::charge(limiter, job, result).await.is_continue();
     }
     // A token of its own only when there is a key's claim for the run's claim to call off
     // (never the batch's token: a refused claim stops its own call, not the batch).
@@ -372,7 +388,9 @@ async fn guard(
         }
         None => {}
     }
-    true
+    // The call will run: charged now, unless it was when it asked for its approval. A
+    // refusal ends it here, and `after` releases its claims (`rate_limited` is retryable).
+    d.approved.is_some() || rate_limit::charge(limiter, job, result).await.is_continue()
 }
 
 /// Before step 3 of a call whose approval was decided: its input becomes the approved (or

@@ -223,6 +223,7 @@ impl<'a> Batch<'a> {
         batch.emit(|at_us| Event::BatchStarted {
             at_us,
             calls: batch.slots.len(),
+            run_id: batch.pass.run_id.to_string(),
         });
         if batch.events.is_some() {
             for i in 0..batch.slots.len() {

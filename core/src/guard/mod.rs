@@ -9,8 +9,11 @@
 //!    decided once per tool in a batch (`access_memo.rs`);
 //! 2. hidden arguments and resolvers (step 3), then validation (step 4, in `execute.rs`);
 //! 3. the policy hook (the rest of step 5), over the final arguments;
-//! 4. rate limits (step 6), then the read cache (step 7);
-//! 5. audit and telemetry where the engine settles a result (step 11), planning refusals included.
+//! 4. the read cache (step 7): a hit answers without running, and is not charged;
+//! 5. rate limits (step 6), charged by the durable guard once nothing can answer the call
+//!    but running it (see `rate_limit.rs`), so a replay is never charged and an approved
+//!    call is charged once;
+//! 6. audit and telemetry where the engine settles a result (step 11), planning refusals included.
 
 pub mod access;
 pub mod access_memo;
@@ -26,7 +29,7 @@ pub mod telemetry;
 
 use crate::call::CallResult;
 use crate::caller::Caller;
-use crate::envelope::{Envelope, ToolError};
+use crate::envelope::Envelope;
 use crate::error_code::ErrorCode;
 use crate::handler::{HandlerError, UNEXPECTED_MESSAGE};
 use crate::job::Job;
@@ -37,7 +40,7 @@ use arc_swap::ArcSwap;
 use audit::{AuditEntry, AuditSink, Outcome};
 use cache::{InProcessCache, ResultCache};
 use hidden::Resolvers;
-use rate_limit::{InProcessLimiter, RateDecision, RateLimiter, RateRequest};
+use rate_limit::{InProcessLimiter, RateLimiter};
 use serde_json::Value;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -153,7 +156,7 @@ pub async fn admit(
     }
 }
 
-/// The policy hook over the final arguments, then the rate limits (after validation).
+/// The policy hook over the final arguments (after validation).
 pub async fn authorize(guards: &Guards, job: &mut Job, result: &mut CallResult) -> ControlFlow<()> {
     let policy = &job.tool.spec.policy;
     if let Some(hook) = &guards.policy_hook {
@@ -180,38 +183,6 @@ pub async fn authorize(guards: &Guards, job: &mut Job, result: &mut CallResult) 
         };
         if let Some(envelope) = envelope {
             return refuse(job, result, envelope);
-        }
-    }
-    for limit in &policy.rate_limits {
-        let request = RateRequest {
-            tool: job.tool.name.clone(),
-            key: limit.key(&job.caller),
-            limit: limit.clone(),
-        };
-        match guards.rate_limiter.acquire(request).await {
-            RateDecision::Allowed => {}
-            RateDecision::Limited { retry_after } => {
-                // Round up: retrying after a rounded-down wait would be refused again.
-                let ms = retry_after.as_micros().div_ceil(1000).max(1) as u64;
-                let e = ToolError::new(
-                    ErrorCode::RateLimited,
-                    format!(
-                        "too many calls of {:?}; wait {ms} ms before calling it again",
-                        job.tool.spec.name
-                    ),
-                )
-                .with("retry_after_ms", ms);
-                return refuse(job, result, Envelope::Error(e));
-            }
-            RateDecision::Unavailable { why } => {
-                let e = ToolError::new(
-                    ErrorCode::Unavailable,
-                    "the rate limiter is unavailable; the call was not run",
-                )
-                .with("reason", "limiter_unavailable");
-                result.detail = Some(why);
-                return refuse(job, result, Envelope::Error(e));
-            }
         }
     }
     ControlFlow::Continue(())

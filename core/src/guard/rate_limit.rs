@@ -1,5 +1,10 @@
 //! Step 6 of a call's path: rate limits per tool, per principal (or tenant, or everyone).
 //!
+//! A call is charged once, for the execution that runs: [`charge`] is applied by the durable
+//! guard (`durable/mod.rs`) after a replay or a cache hit could have answered (they are not
+//! charged) and before the call runs, or before it waits for a human (the approved call
+//! then runs on that charge, and is not charged again when it resumes).
+//!
 //! The limit is a GCRA (generic cell rate algorithm): `max` calls per `per_ms`, one cell
 //! replenished every `per_ms / max`, with up to `burst` calls at once. The engine only talks
 //! to the [`RateLimiter`] seam; [`InProcessLimiter`] implements it with the `governor` crate
@@ -8,13 +13,18 @@
 //! [`crate::Engine::with_rate_limiter`]: `RedisLimiter` (feature `redis`, `rate_limit_redis.rs`)
 //! keeps the same GCRA in Redis.
 
+use crate::call::CallResult;
+use crate::envelope::{Envelope, ToolError};
+use crate::error_code::ErrorCode;
 use crate::handler::BoxFuture;
+use crate::job::Job;
 use foldhash::HashMap;
 use governor::clock::{Clock, MonotonicClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter as Gcra};
 use std::num::NonZeroU32;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -97,6 +107,50 @@ type Limiters = HashMap<(Arc<str>, RateLimit), Arc<Keyed>>;
 pub struct InProcessLimiter {
     limiters: RwLock<Limiters>,
     checks: AtomicU64,
+}
+
+/// Step 6: takes one cell of each of the tool's budgets for the call. `Break` when one is
+/// spent (or its limiter is down): `result` then carries the refusal, and nothing else of the
+/// call is touched (the caller settles it, releasing what it claimed).
+pub async fn charge(
+    limiter: &dyn RateLimiter,
+    job: &Job,
+    result: &mut CallResult,
+) -> ControlFlow<()> {
+    for limit in &job.tool.spec.policy.rate_limits {
+        let request = RateRequest {
+            tool: job.tool.name.clone(),
+            key: limit.key(&job.caller),
+            limit: limit.clone(),
+        };
+        let refusal = match limiter.acquire(request).await {
+            RateDecision::Allowed => continue,
+            RateDecision::Limited { retry_after } => {
+                // Round up: retrying after a rounded-down wait would be refused again.
+                let ms = retry_after.as_micros().div_ceil(1000).max(1) as u64;
+                ToolError::new(
+                    ErrorCode::RateLimited,
+                    format!(
+                        "too many calls of {:?}; wait {ms} ms before calling it again",
+                        job.tool.spec.name
+                    ),
+                )
+                .with("retry_after_ms", ms)
+            }
+            RateDecision::Unavailable { why } => {
+                result.detail = Some(why);
+                ToolError::new(
+                    ErrorCode::Unavailable,
+                    "the rate limiter is unavailable; the call was not run",
+                )
+                .with("reason", "limiter_unavailable")
+            }
+        };
+        result.envelope = Envelope::Error(refusal);
+        result.finished_us = job.since_start();
+        return ControlFlow::Break(());
+    }
+    ControlFlow::Continue(())
 }
 
 impl std::fmt::Debug for InProcessLimiter {
