@@ -241,7 +241,9 @@ async fn an_edited_resolver_input_is_resolved_again_and_asked_again() {
 }
 
 #[tokio::test]
-async fn a_rate_limit_spent_while_waiting_holds_for_the_approved_call() {
+async fn an_approved_call_runs_on_the_charge_it_made_when_it_asked() {
+    // One a minute: the request took the cell, the approved call runs on it (docs/guardrails.md,
+    // "How the guardrails combine"), and the budget holds for the next request.
     let runs = Runs::default();
     let policy = transfer_policy().rate_limit(RateLimit::per_principal(1, Duration::from_secs(60)));
     let e = engine(Arc::new(MemoryStore::new()), policy, &runs);
@@ -255,11 +257,19 @@ async fn a_rate_limit_spent_while_waiting_holds_for_the_approved_call() {
     .await
     .unwrap();
     let done = e.resume(&run_id).await.unwrap();
+    assert!(done.get("t").unwrap().envelope.is_ok(), "{done:?}");
+    assert_eq!(runs.get(), 1);
+    let next = run(
+        &e,
+        vec![Call::new("t", "transfer", json!({"amount": 5}))],
+        caller("alice"),
+    )
+    .await;
     assert_eq!(
-        done.get("t").unwrap().envelope.code(),
-        Some(ErrorCode::RateLimited)
+        next.get("t").unwrap().envelope.code(),
+        Some(ErrorCode::RateLimited),
+        "the next request is over the limit before anyone is asked"
     );
-    assert_eq!(runs.get(), 0);
 }
 
 #[tokio::test]
