@@ -25,8 +25,9 @@ run() {
   fi
 }
 
-run "rust" cargo test -p tooljig -p tooljig-cli --all-targets --no-fail-fast
-run "rust-doc" cargo test -p tooljig --doc
+# Every feature of the crate (the Rust default is lean; each backend and client is a feature).
+run "rust" cargo test -p tooljig -p tooljig-cli --all-targets --all-features --no-fail-fast
+run "rust-doc" cargo test -p tooljig --doc --all-features
 for part in bindings-python bindings-node apps tests/inbox-browser tests/ui-stream tests/mcp-conformance; do
   if [ -f "$part/run-tests.sh" ]; then
     run "$part" bash "$part/run-tests.sh"

@@ -80,7 +80,9 @@ fn sqlite() -> (Arc<dyn StateStore>, std::path::PathBuf) {
     )
 }
 
-/// A PostgreSQL store in a schema of the bench's own, and the schema, when the server answers.
+/// A PostgreSQL store in a schema of the bench's own, and the schema, when the server answers
+/// (and the crate has the `postgres` feature).
+#[cfg(feature = "postgres")]
 fn postgres(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String)> {
     let base = std::env::var("TOOLJIG_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
@@ -94,7 +96,15 @@ fn postgres(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String
     Some((Arc::new(store), schema))
 }
 
-/// A Redis store under a prefix of the bench's own, and the prefix, when the server answers.
+/// No PostgreSQL store in a build without the feature.
+#[cfg(not(feature = "postgres"))]
+fn postgres(_: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String)> {
+    None
+}
+
+/// A Redis store under a prefix of the bench's own, and the prefix, when the server answers
+/// (and the crate has the `redis` feature).
+#[cfg(feature = "redis")]
 fn redis(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String)> {
     let base =
         std::env::var("TOOLJIG_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
@@ -104,6 +114,12 @@ fn redis(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String)> 
     rt.block_on(store.get(tooljig::store::Namespace::Run, "probe"))
         .ok()?;
     Some((Arc::new(store), prefix))
+}
+
+/// No Redis store in a build without the feature.
+#[cfg(not(feature = "redis"))]
+fn redis(_: &tokio::runtime::Runtime) -> Option<(Arc<dyn StateStore>, String)> {
+    None
 }
 
 fn caller() -> Caller {
@@ -210,9 +226,11 @@ fn bench(c: &mut Criterion) {
     g.finish();
     drop(sql);
     std::fs::remove_dir_all(dir).ok();
+    #[cfg(feature = "postgres")]
     if let Some((_, schema)) = pg {
         support::servers::drop_schema(&rt, &schema);
     }
+    #[cfg(feature = "redis")]
     if let Some((_, prefix)) = rd {
         support::servers::drop_prefix(&prefix);
     }

@@ -133,39 +133,43 @@ fn overhead(c: &mut Criterion) {
         let engine = Arc::new(guarded(l, dir.path()));
         bench_engine(&mut group, &rt, name, &engine, 1_000, &nonce);
     }
-    // The same limit shared through Redis (when the server answers): one script a check.
-    let redis_url =
-        std::env::var("TOOLJIG_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-    let shared = RedisLimiter::open(&format!(
-        "{redis_url}?prefix=tj_bench_{}:",
-        std::process::id()
-    ))
-    .expect("a Redis URL");
-    let limited = Layers {
-        limit: true,
-        cache: false,
-        audit: None,
-    };
-    let engine = Arc::new(guarded(limited, dir.path()).with_rate_limiter(Arc::new(shared)));
-    let probe = rt.block_on(engine.run(calls(1, &nonce), caller(), BatchOptions::default()));
-    if probe.results.iter().all(|r| r.envelope.is_ok()) {
-        bench_engine(
-            &mut group,
-            &rt,
-            "layers/+limit_redis",
-            &engine,
-            1_000,
-            &nonce,
-        );
-        bench_engine(&mut group, &rt, "layers/+limit_redis", &engine, 1, &nonce);
-        bench_engine(
-            &mut group,
-            &rt,
-            "layers/+limit",
-            &Arc::new(guarded(limited, dir.path())),
-            1,
-            &nonce,
-        );
+    // The same limit shared through Redis (when the server answers and the crate has it).
+    #[cfg(feature = "redis")]
+    {
+        // One script a check.
+        let redis_url =
+            std::env::var("TOOLJIG_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let shared = RedisLimiter::open(&format!(
+            "{redis_url}?prefix=tj_bench_{}:",
+            std::process::id()
+        ))
+        .expect("a Redis URL");
+        let limited = Layers {
+            limit: true,
+            cache: false,
+            audit: None,
+        };
+        let engine = Arc::new(guarded(limited, dir.path()).with_rate_limiter(Arc::new(shared)));
+        let probe = rt.block_on(engine.run(calls(1, &nonce), caller(), BatchOptions::default()));
+        if probe.results.iter().all(|r| r.envelope.is_ok()) {
+            bench_engine(
+                &mut group,
+                &rt,
+                "layers/+limit_redis",
+                &engine,
+                1_000,
+                &nonce,
+            );
+            bench_engine(&mut group, &rt, "layers/+limit_redis", &engine, 1, &nonce);
+            bench_engine(
+                &mut group,
+                &rt,
+                "layers/+limit",
+                &Arc::new(guarded(limited, dir.path())),
+                1,
+                &nonce,
+            );
+        }
     }
     for kind in ["sqlite", "jsonl"] {
         let sink = sink(kind, dir.path());

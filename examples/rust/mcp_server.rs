@@ -1,8 +1,8 @@
 //! An engine's tools served over MCP: stdio by default (for Claude Desktop, an IDE, or
 //! another agent that starts it), Streamable HTTP with `--http`.
 //!
-//! Run: `cargo run -p tooljig --example mcp_server` (stdio), or
-//! `cargo run -p tooljig --example mcp_server -- --http 127.0.0.1:8931` (then point an MCP
+//! Run: `cargo run -p tooljig --features mcp --example mcp_server` (stdio), or
+//! `cargo run -p tooljig --features mcp --example mcp_server -- --http 127.0.0.1:8931` (then point an MCP
 //! client at `http://127.0.0.1:8931/mcp` with `Authorization: Bearer dev-token`).
 
 use schemars::JsonSchema;

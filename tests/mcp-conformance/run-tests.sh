@@ -15,7 +15,7 @@ suite="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 "$node22" --version
 
 export CARGO_BUILD_TARGET="${CARGO_BUILD_TARGET:-$(rustc -vV | sed -n 's/^host: //p')}"
-(cd "$repo" && cargo build -q -p tooljig --example mcp_conformance)
+(cd "$repo" && cargo build -q -p tooljig --all-features --example mcp_conformance)
 subject="$repo/target/$CARGO_BUILD_TARGET/debug/examples/mcp_conformance"
 
 work="$(mktemp -d)"

@@ -12,5 +12,5 @@ else
 fi
 export UI_STREAM_OUT="$here/out"
 rm -rf "$UI_STREAM_OUT"
-(cd "$repo" && cargo run -q -p tooljig --example ui_message_stream -- "$UI_STREAM_OUT")
+(cd "$repo" && cargo run -q -p tooljig --all-features --example ui_message_stream -- "$UI_STREAM_OUT")
 node --test test/

@@ -11,7 +11,8 @@ pub fn redis_base() -> String {
     std::env::var("TOOLJIG_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 
-/// Drops a bench's schema, if the server answers.
+/// Drops a bench's schema, if the server answers (a build without PostgreSQL made none).
+#[cfg(feature = "postgres")]
 pub fn drop_schema(rt: &tokio::runtime::Runtime, schema: &str) {
     let base = postgres_base();
     rt.block_on(async {
@@ -24,7 +25,8 @@ pub fn drop_schema(rt: &tokio::runtime::Runtime, schema: &str) {
     });
 }
 
-/// Deletes a bench's keys, if the server answers.
+/// Deletes a bench's keys, if the server answers (a build without Redis made none).
+#[cfg(feature = "redis")]
 pub fn drop_prefix(prefix: &str) {
     if let Ok(mut c) = redis::Client::open(redis_base().as_str()).and_then(|c| c.get_connection()) {
         let keys: Vec<String> = redis::cmd("KEYS")

@@ -23,6 +23,7 @@ pub fn path(name: &str) -> PathBuf {
     if !binary.exists() {
         let built = Command::new(env!("CARGO"))
             .args(["build", "-q", "-p", "tooljig", "--example", name])
+            .args(["--no-default-features", "--features", &features()])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status();
         assert!(
@@ -32,4 +33,23 @@ pub fn path(name: &str) -> PathBuf {
         );
     }
     binary
+}
+
+/// The crate's features this test was built with, for the example: the same build, not a
+/// second one of the library with other features.
+fn features() -> String {
+    let on = [
+        ("bundled-sqlite", cfg!(feature = "bundled-sqlite")),
+        ("http", cfg!(feature = "http")),
+        ("postgres", cfg!(feature = "postgres")),
+        ("redis", cfg!(feature = "redis")),
+        ("otel", cfg!(feature = "otel")),
+        ("mcp", cfg!(feature = "mcp")),
+    ];
+    let names: Vec<&str> = on
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(name, _)| *name)
+        .collect();
+    names.join(",")
 }
