@@ -26,7 +26,7 @@ const KILLS = 50
 
 /// The Rust worker, built (or found fresh) by cargo.
 function rustWorker() {
-  const built = spawnSync('cargo', ['build', '-q', '-p', 'tooljig', '--example', 'crash_worker'], { cwd: repo, encoding: 'utf8' })
+  const built = spawnSync('cargo', ['build', '-q', '-p', 'tooljig', '--all-features', '--example', 'crash_worker'], { cwd: repo, encoding: 'utf8' })
   assert.equal(built.status, 0, built.stderr)
   const dirs = [join(repo, 'target', 'debug'), ...(process.env.CARGO_BUILD_TARGET ? [join(repo, 'target', process.env.CARGO_BUILD_TARGET, 'debug')] : [])]
   const found = dirs.map((d) => join(d, 'examples', 'crash_worker')).filter(existsSync)

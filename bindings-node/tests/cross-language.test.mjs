@@ -66,7 +66,7 @@ print(json.dumps({"run_id": out.run_id, "approval": out.get("t")["approval"]}))
 
 /// The Rust worker of this test, built (or found fresh) by cargo.
 function transferWorker() {
-  const built = spawnSync('cargo', ['build', '-q', '-p', 'tooljig', '--example', 'transfer_worker'], { cwd: repo, encoding: 'utf8' })
+  const built = spawnSync('cargo', ['build', '-q', '-p', 'tooljig', '--all-features', '--example', 'transfer_worker'], { cwd: repo, encoding: 'utf8' })
   assert.equal(built.status, 0, built.stderr)
   const dirs = [join(repo, 'target', 'debug'), ...(process.env.CARGO_BUILD_TARGET ? [join(repo, 'target', process.env.CARGO_BUILD_TARGET, 'debug')] : [])]
   const found = dirs.map((d) => join(d, 'examples', 'transfer_worker')).filter(existsSync)

@@ -33,7 +33,7 @@ const calls = [
 ]
 
 /** The text of a batch without what differs from one run to the next (times, ids drawn at random). */
-const varies = new Set(['startedUs', 'finishedUs', 'durationUs', 'runId', 'expiresAtMs', 'id', 'approval_id'])
+const varies = new Set(['startedUs', 'finishedUs', 'durationUs', 'runId', 'expiresAtMs', 'id', 'approval_id', 'run_id'])
 const text = (out) => JSON.stringify(out, (k, v) => (varies.has(k) ? 0 : v))
 
 /** An engine whose cache already holds the first lookup's result. */
